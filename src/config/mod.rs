@@ -1,0 +1,541 @@
+//! Configuration: the embedded default, a user file, and drop-ins, each a layer
+//! that sets only the keys it names. Every value is checked in the file that
+//! wrote it, so an error always names file, line, column and key path.
+
+mod patterns;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub use patterns::{Matcher, Role, RoleMatch};
+
+/// The default configuration, compiled into the binaries.
+pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
+const DEFAULT_NAME: &str = "<embedded default config>";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    Enforce,
+    DryRun,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Enforce => "enforce",
+            Mode::DryRun => "dry-run",
+        })
+    }
+}
+
+/// The effective configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub mode: Mode,
+    pub interval_secs: u64,
+    pub grace_secs: u64,
+    pub term_timeout_secs: f64,
+    pub reap_stale_hosts: bool,
+    pub min_uid: u32,
+    pub patterns: PatternLists,
+    pub socket: Option<PathBuf>,
+    pub state_file: Option<PathBuf>,
+    pub metrics_textfile: Option<PathBuf>,
+    /// Compiled from `patterns`.
+    pub matcher: Arc<Matcher>,
+    /// Files that contributed, in the order applied (the embedded default first).
+    pub sources: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PatternLists {
+    pub hosts: Vec<String>,
+    pub servers: Vec<String>,
+    pub launchers: Vec<String>,
+    pub adopters: Vec<String>,
+    pub protect: Vec<String>,
+}
+
+/// One problem in one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: String,
+    /// 1-based line and column, when known.
+    pub position: Option<(usize, usize)>,
+    /// Dotted key path (`reaper.grace_secs`, `patterns.hosts[3]`), when known.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(key) = &self.key {
+            write!(f, "{key}: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// Every problem found, so a user fixes them all in one go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+// ---- the file format: every key optional, every value with its span ----
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileLayer {
+    reaper: Option<FileReaper>,
+    patterns: Option<FilePatterns>,
+    daemon: Option<FileDaemon>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileReaper {
+    mode: Option<Spanned<Mode>>,
+    interval_secs: Option<Spanned<i64>>,
+    grace_secs: Option<Spanned<i64>>,
+    term_timeout_secs: Option<Spanned<f64>>,
+    reap_stale_hosts: Option<Spanned<bool>>,
+    min_uid: Option<Spanned<i64>>,
+}
+
+type SpannedList = Option<Spanned<Vec<Spanned<String>>>>;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FilePatterns {
+    hosts: SpannedList,
+    servers: SpannedList,
+    launchers: SpannedList,
+    adopters: SpannedList,
+    protect: SpannedList,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileDaemon {
+    socket: Option<Spanned<PathBuf>>,
+    state_file: Option<Spanned<PathBuf>>,
+    metrics_textfile: Option<Spanned<PathBuf>>,
+}
+
+/// Values as they are merged, before they are known to be complete.
+#[derive(Default)]
+struct Draft {
+    mode: Option<Mode>,
+    interval_secs: Option<u64>,
+    grace_secs: Option<u64>,
+    term_timeout_secs: Option<f64>,
+    reap_stale_hosts: Option<bool>,
+    min_uid: Option<u32>,
+    patterns: [Option<Vec<String>>; 5],
+    socket: Option<PathBuf>,
+    state_file: Option<PathBuf>,
+    metrics_textfile: Option<PathBuf>,
+}
+
+const LIST_NAMES: [&str; 5] = ["hosts", "servers", "launchers", "adopters", "protect"];
+
+/// Where configuration comes from.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    /// The main file. `None`: only the embedded default (plus `dropin_dir`).
+    pub main: Option<PathBuf>,
+    /// Whether a missing `main` is an error (it is when the user named it).
+    pub main_required: bool,
+}
+
+impl Sources {
+    pub fn explicit(path: impl Into<PathBuf>) -> Sources {
+        Sources { main: Some(path.into()), main_required: true }
+    }
+
+    /// The main file when none is named: the system file for root, the XDG one
+    /// for a user. It need not exist.
+    pub fn default_location() -> Sources {
+        Sources { main: Some(default_config_path()), main_required: false }
+    }
+
+    pub fn embedded_only() -> Sources {
+        Sources::default()
+    }
+
+    /// `config.d/` beside the main file.
+    pub fn dropin_dir(&self) -> Option<PathBuf> {
+        let main = self.main.as_ref()?;
+        Some(main.parent().unwrap_or(Path::new(".")).join("config.d"))
+    }
+}
+
+pub fn default_config_path() -> PathBuf {
+    if rustix::process::getuid().is_root() {
+        PathBuf::from("/etc/mcp-reaper/config.toml")
+    } else {
+        xdg_dir("XDG_CONFIG_HOME", ".config").join("mcp-reaper/config.toml")
+    }
+}
+
+/// `$VAR` if set and absolute, else `$HOME/fallback`.
+pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
+    match std::env::var_os(var).map(PathBuf::from) {
+        Some(p) if p.is_absolute() => p,
+        _ => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/")).join(fallback),
+    }
+}
+
+impl Config {
+    /// The embedded default alone.
+    pub fn embedded() -> Config {
+        Config::load(&Sources::embedded_only()).expect("the embedded default config is valid (tested)")
+    }
+
+    /// Loads the embedded default, then the main file, then its drop-ins.
+    pub fn load(sources: &Sources) -> Result<Config, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut draft = Draft::default();
+        let mut used = vec![DEFAULT_NAME.to_string()];
+        apply_text(&mut draft, DEFAULT_NAME, DEFAULT_TOML, &mut errors);
+        if let Some(main) = &sources.main {
+            let name = main.display().to_string();
+            match std::fs::read_to_string(main) {
+                Ok(text) => {
+                    apply_text(&mut draft, &name, &text, &mut errors);
+                    used.push(name);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !sources.main_required => {}
+                Err(e) => errors.push(file_error(&name, format!("cannot read: {e}"))),
+            }
+        }
+        if let Some(dir) = sources.dropin_dir() {
+            match dropins(&dir) {
+                Ok(files) => {
+                    for f in files {
+                        let name = f.display().to_string();
+                        match std::fs::read_to_string(&f) {
+                            Ok(text) => {
+                                apply_text(&mut draft, &name, &text, &mut errors);
+                                used.push(name);
+                            }
+                            Err(e) => errors.push(file_error(&name, format!("cannot read: {e}"))),
+                        }
+                    }
+                }
+                Err(e) => errors.push(file_error(&dir.display().to_string(), format!("cannot list drop-ins: {e}"))),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        draft.finish(used)
+    }
+
+    /// Parses one TOML text on top of the embedded default (for tests and `validate`).
+    pub fn from_str_with_default(name: &str, text: &str) -> Result<Config, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut draft = Draft::default();
+        apply_text(&mut draft, DEFAULT_NAME, DEFAULT_TOML, &mut errors);
+        apply_text(&mut draft, name, text, &mut errors);
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        draft.finish(vec![DEFAULT_NAME.to_string(), name.to_string()])
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.mode == Mode::DryRun
+    }
+
+    /// The grace period and term timeout as durations.
+    pub fn grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.grace_secs)
+    }
+
+    pub fn term_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.term_timeout_secs)
+    }
+
+    /// Human-readable list of settings that differ, for reload logs.
+    pub fn diff(&self, new: &Config) -> Vec<String> {
+        let mut out = Vec::new();
+        macro_rules! cmp {
+            ($($f:ident),*) => {$(
+                if format!("{:?}", self.$f) != format!("{:?}", new.$f) {
+                    out.push(format!("{}: {:?} -> {:?}", stringify!($f), self.$f, new.$f));
+                }
+            )*};
+        }
+        cmp!(mode, interval_secs, grace_secs, term_timeout_secs, reap_stale_hosts, min_uid, socket, state_file, metrics_textfile);
+        let (a, b) = (&self.patterns, &new.patterns);
+        for (name, x, y) in [
+            ("patterns.hosts", &a.hosts, &b.hosts),
+            ("patterns.servers", &a.servers, &b.servers),
+            ("patterns.launchers", &a.launchers, &b.launchers),
+            ("patterns.adopters", &a.adopters, &b.adopters),
+            ("patterns.protect", &a.protect, &b.protect),
+        ] {
+            if x != y {
+                out.push(format!("{name}: {} -> {} entries", x.len(), y.len()));
+            }
+        }
+        out
+    }
+}
+
+fn dropins(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+            .collect::<Vec<_>>(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    files.sort();
+    Ok(files)
+}
+
+fn file_error(file: &str, message: String) -> ConfigError {
+    ConfigError { file: file.to_string(), position: None, key: None, message }
+}
+
+/// Byte offset → 1-based (line, column in characters).
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..text.floor_char_boundary(offset)];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+struct Layer<'a> {
+    name: &'a str,
+    text: &'a str,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl Layer<'_> {
+    fn err(&mut self, span: std::ops::Range<usize>, key: String, message: String) {
+        self.errors.push(ConfigError {
+            file: self.name.to_string(),
+            position: Some(line_col(self.text, span.start)),
+            key: Some(key),
+            message,
+        });
+    }
+
+    fn int_in(&mut self, v: Option<Spanned<i64>>, key: &str, lo: i64, hi: i64) -> Option<i64> {
+        let v = v?;
+        let n = *v.get_ref();
+        if (lo..=hi).contains(&n) {
+            Some(n)
+        } else {
+            self.err(v.span(), key.to_string(), format!("must be between {lo} and {hi} (got {n})"));
+            None
+        }
+    }
+}
+
+fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<ConfigError>) {
+    let file: FileLayer = match toml::from_str(text) {
+        Ok(f) => f,
+        Err(e) => {
+            errors.push(ConfigError {
+                file: name.to_string(),
+                position: e.span().map(|s| line_col(text, s.start)),
+                key: None,
+                message: e.message().trim().to_string(),
+            });
+            return;
+        }
+    };
+    let mut l = Layer { name, text, errors };
+    if let Some(r) = file.reaper {
+        if let Some(m) = r.mode {
+            draft.mode = Some(m.into_inner());
+        }
+        if let Some(n) = l.int_in(r.interval_secs, "reaper.interval_secs", 1, 86_400) {
+            draft.interval_secs = Some(n as u64);
+        }
+        if let Some(n) = l.int_in(r.grace_secs, "reaper.grace_secs", 0, 604_800) {
+            draft.grace_secs = Some(n as u64);
+        }
+        if let Some(t) = r.term_timeout_secs {
+            let secs = *t.get_ref();
+            if secs.is_finite() && (0.05..=300.0).contains(&secs) {
+                draft.term_timeout_secs = Some(secs);
+            } else {
+                l.err(t.span(), "reaper.term_timeout_secs".into(), format!("must be between 0.05 and 300 (got {secs})"));
+            }
+        }
+        if let Some(b) = r.reap_stale_hosts {
+            draft.reap_stale_hosts = Some(b.into_inner());
+        }
+        if let Some(n) = l.int_in(r.min_uid, "reaper.min_uid", 0, u32::MAX as i64) {
+            draft.min_uid = Some(n as u32);
+        }
+    }
+    if let Some(p) = file.patterns {
+        let lists = [p.hosts, p.servers, p.launchers, p.adopters, p.protect];
+        for (i, list) in lists.into_iter().enumerate() {
+            let Some(list) = list else { continue };
+            let mut ok = Vec::new();
+            let mut good = true;
+            for (j, pat) in list.into_inner().into_iter().enumerate() {
+                let key = format!("patterns.{}[{j}]", LIST_NAMES[i]);
+                match patterns::check(pat.get_ref()) {
+                    Ok(()) => ok.push(pat.get_ref().clone()),
+                    Err(msg) => {
+                        good = false;
+                        l.err(pat.span(), key, msg);
+                    }
+                }
+            }
+            if good {
+                draft.patterns[i] = Some(ok);
+            }
+        }
+    }
+    if let Some(d) = file.daemon {
+        for (slot, v, key) in [
+            (&mut draft.socket, d.socket, "daemon.socket"),
+            (&mut draft.state_file, d.state_file, "daemon.state_file"),
+            (&mut draft.metrics_textfile, d.metrics_textfile, "daemon.metrics_textfile"),
+        ] {
+            let Some(v) = v else { continue };
+            if v.get_ref().is_absolute() {
+                *slot = Some(v.into_inner());
+            } else {
+                l.err(v.span(), key.into(), format!("must be an absolute path (got {:?})", v.get_ref()));
+            }
+        }
+    }
+}
+
+impl Draft {
+    fn finish(self, sources: Vec<String>) -> Result<Config, ConfigErrors> {
+        let missing = |key: &str| ConfigErrors(vec![file_error(DEFAULT_NAME, format!("{key} has no value"))]);
+        let [hosts, servers, launchers, adopters, protect] = self.patterns;
+        let patterns = PatternLists {
+            hosts: hosts.ok_or_else(|| missing("patterns.hosts"))?,
+            servers: servers.ok_or_else(|| missing("patterns.servers"))?,
+            launchers: launchers.ok_or_else(|| missing("patterns.launchers"))?,
+            adopters: adopters.ok_or_else(|| missing("patterns.adopters"))?,
+            protect: protect.ok_or_else(|| missing("patterns.protect"))?,
+        };
+        let matcher = Matcher::new(&patterns).map_err(|m| missing(&m))?;
+        Ok(Config {
+            mode: self.mode.ok_or_else(|| missing("reaper.mode"))?,
+            interval_secs: self.interval_secs.ok_or_else(|| missing("reaper.interval_secs"))?,
+            grace_secs: self.grace_secs.ok_or_else(|| missing("reaper.grace_secs"))?,
+            term_timeout_secs: self.term_timeout_secs.ok_or_else(|| missing("reaper.term_timeout_secs"))?,
+            reap_stale_hosts: self.reap_stale_hosts.ok_or_else(|| missing("reaper.reap_stale_hosts"))?,
+            min_uid: self.min_uid.ok_or_else(|| missing("reaper.min_uid"))?,
+            patterns,
+            socket: self.socket,
+            state_file: self.state_file,
+            metrics_textfile: self.metrics_textfile,
+            matcher: Arc::new(matcher),
+            sources,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_is_complete_and_valid() {
+        let c = Config::embedded();
+        assert_eq!(c.mode, Mode::Enforce);
+        assert_eq!(c.grace_secs, 60);
+        assert!(c.patterns.hosts.len() >= 10);
+        assert!(c.patterns.protect.is_empty());
+    }
+
+    #[test]
+    fn user_file_overrides_only_its_keys() {
+        let c = Config::from_str_with_default("u.toml", "[reaper]\ngrace_secs = 5\n[patterns]\nprotect = ['x']\n").unwrap();
+        assert_eq!(c.grace_secs, 5);
+        assert_eq!(c.interval_secs, 10);
+        assert_eq!(c.patterns.protect, vec!["x".to_string()]);
+        assert!(!c.patterns.servers.is_empty());
+    }
+
+    #[test]
+    fn every_semantic_error_is_reported_with_position_and_key() {
+        let text = "[reaper]\ninterval_secs = 0\ngrace_secs = -1\nterm_timeout_secs = 1000.0\n[patterns]\nhosts = ['ok', '(unclosed']\n";
+        let errs = Config::from_str_with_default("u.toml", text).unwrap_err().0;
+        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errs.len(), 4, "{shown:#?}");
+        assert!(shown[0].starts_with("u.toml:2:17: reaper.interval_secs: must be between 1 and 86400"), "{}", shown[0]);
+        assert!(shown[1].starts_with("u.toml:3:14: reaper.grace_secs"), "{}", shown[1]);
+        assert!(shown[2].starts_with("u.toml:4:21: reaper.term_timeout_secs"), "{}", shown[2]);
+        assert!(shown[3].starts_with("u.toml:6:16: patterns.hosts[1]: invalid regex"), "{}", shown[3]);
+    }
+
+    #[test]
+    fn syntax_type_and_unknown_key_errors_carry_line_and_column() {
+        let e = Config::from_str_with_default("u.toml", "[reaper]\ngrace_secs = \"ten\"\n").unwrap_err().0;
+        assert_eq!(e[0].position, Some((2, 14)), "{}", e[0]);
+        let e = Config::from_str_with_default("u.toml", "[reaper]\ngrace = 3\n").unwrap_err().0;
+        assert_eq!(e[0].position, Some((2, 1)), "{}", e[0]);
+        assert!(e[0].message.contains("unknown field `grace`"), "{}", e[0]);
+        let e = Config::from_str_with_default("u.toml", "[reaper\n").unwrap_err().0;
+        assert_eq!(e[0].position.map(|p| p.0), Some(1), "{}", e[0]);
+        let e = Config::from_str_with_default("u.toml", "[reaper]\nmode = \"kill-all\"\n").unwrap_err().0;
+        assert_eq!(e[0].position, Some((2, 8)), "{}", e[0]);
+    }
+
+    #[test]
+    fn relative_paths_are_refused() {
+        let e = Config::from_str_with_default("u.toml", "[daemon]\nsocket = \"x.sock\"\n").unwrap_err().0;
+        assert_eq!(e[0].key.as_deref(), Some("daemon.socket"));
+    }
+
+    #[test]
+    fn dropins_apply_in_name_order_after_the_main_file() {
+        let dir = std::env::temp_dir().join(format!("mcp-reaper-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("config.d")).unwrap();
+        std::fs::write(dir.join("config.toml"), "[reaper]\ngrace_secs = 1\ninterval_secs = 7\n").unwrap();
+        std::fs::write(dir.join("config.d/20-b.toml"), "[reaper]\ngrace_secs = 3\n").unwrap();
+        std::fs::write(dir.join("config.d/10-a.toml"), "[reaper]\ngrace_secs = 2\n").unwrap();
+        std::fs::write(dir.join("config.d/ignored.txt"), "garbage").unwrap();
+        let c = Config::load(&Sources::explicit(dir.join("config.toml"))).unwrap();
+        assert_eq!((c.grace_secs, c.interval_secs), (3, 7));
+        assert_eq!(c.sources.len(), 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_explicit_file_is_an_error() {
+        let e = Config::load(&Sources::explicit("/nonexistent/mcp-reaper.toml")).unwrap_err();
+        assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+}

@@ -1,0 +1,221 @@
+//! Compiled role patterns.
+
+use regex::{Regex, RegexSet, RegexSetBuilder};
+use serde::Serialize;
+
+use super::PatternLists;
+
+/// Compiled-program cap per pattern: keeps a hostile config from costing memory.
+const SIZE_LIMIT: usize = 1 << 20;
+
+/// What a process is to the reaper. Checked in this order: host, server, launcher, adopter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Host,
+    Server,
+    Launcher,
+    Adopter,
+    Other,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Host => "host",
+            Role::Server => "server",
+            Role::Launcher => "launcher",
+            Role::Adopter => "adopter",
+            Role::Other => "other",
+        }
+    }
+
+    /// Links of a server tree: walked through when looking for the root.
+    pub fn is_tree_link(self) -> bool {
+        matches!(self, Role::Server | Role::Launcher)
+    }
+}
+
+/// The role of one process and the pattern that gave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoleMatch {
+    pub role: Role,
+    /// Index into the list of that role.
+    pub pattern: Option<usize>,
+    /// Index into `protect` when the process matches one (independent of role,
+    /// so protected trees are still found and explained).
+    pub protect: Option<usize>,
+}
+
+#[derive(Debug)]
+pub struct Matcher {
+    hosts: RegexSet,
+    servers: RegexSet,
+    launchers: RegexSet,
+    adopters: RegexSet,
+    protect: RegexSet,
+    lists: PatternLists,
+}
+
+/// Checks one pattern; the message is one line.
+pub fn check(pattern: &str) -> Result<(), String> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(SIZE_LIMIT)
+        .build()
+        .map(|_: Regex| ())
+        .map_err(|e| format!("invalid regex: {}", one_line(&e.to_string())))
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+fn set(list: &[String]) -> Result<RegexSet, String> {
+    RegexSetBuilder::new(list)
+        .size_limit(SIZE_LIMIT * list.len().max(1))
+        .build()
+        .map_err(|e| format!("invalid regex: {}", one_line(&e.to_string())))
+}
+
+impl Matcher {
+    pub fn new(lists: &PatternLists) -> Result<Matcher, String> {
+        Ok(Matcher {
+            hosts: set(&lists.hosts)?,
+            servers: set(&lists.servers)?,
+            launchers: set(&lists.launchers)?,
+            adopters: set(&lists.adopters)?,
+            protect: set(&lists.protect)?,
+            lists: lists.clone(),
+        })
+    }
+
+    /// Classifies a process by its command line and, when known, its exe path.
+    pub fn classify(&self, cmdline: &str, exe: Option<&str>) -> RoleMatch {
+        let first = |s: &RegexSet| -> Option<usize> {
+            let m = s.matches(cmdline).into_iter().next();
+            m.or_else(|| exe.and_then(|e| s.matches(e).into_iter().next()))
+        };
+        let protect = first(&self.protect);
+        for (role, s) in [
+            (Role::Host, &self.hosts),
+            (Role::Server, &self.servers),
+            (Role::Launcher, &self.launchers),
+            (Role::Adopter, &self.adopters),
+        ] {
+            if let Some(i) = first(s) {
+                return RoleMatch { role, pattern: Some(i), protect };
+            }
+        }
+        RoleMatch { role: Role::Other, pattern: None, protect }
+    }
+
+    /// The pattern text behind a match, for explanations.
+    pub fn pattern_text(&self, role: Role, index: usize) -> &str {
+        let list = match role {
+            Role::Host => &self.lists.hosts,
+            Role::Server => &self.lists.servers,
+            Role::Launcher => &self.lists.launchers,
+            Role::Adopter => &self.lists.adopters,
+            Role::Other => return "",
+        };
+        list.get(index).map_or("", String::as_str)
+    }
+
+    pub fn protect_text(&self, index: usize) -> &str {
+        self.lists.protect.get(index).map_or("", String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn role(cmd: &str) -> Role {
+        Config::embedded().matcher.classify(cmd, None).role
+    }
+
+    #[test]
+    fn default_hosts() {
+        for cmd in [
+            "node /home/u/.npm-global/lib/node_modules/@anthropic-ai/claude-code/cli.js --resume",
+            "claude",
+            "claude -p summarize",
+            "/home/u/.vscode/extensions/anthropic.claude-code-2.0.1/resources/native-binary/claude --output-format stream-json",
+            "/usr/share/cursor/cursor --type=utility --utility-sub-type=node.mojom.NodeService",
+            "/usr/share/code/code --type=utility",
+            "node /usr/lib/node_modules/@openai/codex/bin/codex.js",
+            "codex",
+            "node /usr/local/lib/node_modules/@google/gemini-cli/dist/index.js",
+            "goose session",
+            "/usr/bin/goosed agent",
+            "opencode",
+            "python3 -m hermes_cli.main",
+            "/opt/zed/zed",
+        ] {
+            assert_eq!(role(cmd), Role::Host, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn default_servers() {
+        for cmd in [
+            "node /home/u/.npm/_npx/9833c18b2d85bc59/node_modules/.bin/playwright-mcp",
+            "node /home/u/.npm/_npx/1a2b/node_modules/.bin/context7-mcp",
+            "node /home/u/.npm/_npx/1a2b/node_modules/.bin/chrome-devtools-mcp --headless",
+            "node /home/u/.npm/_npx/1a2b/node_modules/.bin/mcp-server-filesystem /home/u",
+            "node /usr/lib/node_modules/@modelcontextprotocol/server-github/dist/index.js",
+            "/home/u/.cache/uv/archive-v0/Xy12/bin/python /home/u/.cache/uv/archive-v0/Xy12/bin/mcp-server-fetch",
+            "python -m mcp_server_git --repository .",
+            "mcp-remote https://example.invalid/sse",
+            "docker run -i --rm mcp/github",
+        ] {
+            assert_eq!(role(cmd), Role::Server, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn default_launchers() {
+        for cmd in [
+            "npm exec @scope/some-pkg",
+            "npx -y something",
+            "pnpm dlx foo",
+            "bunx foo",
+            "/tmp/bunx-1000-foo@latest/node_modules/.bin/foo",
+            "uvx foo",
+            "uv tool uvx foo",
+            "uv run server.py",
+            "pipx run foo",
+            "docker run -i --rm ghcr.io/x/y",
+            "deno run -A main.ts",
+            "sh -c foo",
+            "/bin/bash -lc foo",
+            "bash -e -c foo",
+        ] {
+            assert_eq!(role(cmd), Role::Launcher, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn default_others_and_adopters() {
+        for cmd in ["-bash", "bash", "/bin/zsh -l", "vim notes-mcp.md", "node server.js", "tmux", "chromium --type=renderer", "npm install", "claudette"] {
+            assert_eq!(role(cmd), Role::Other, "{cmd}");
+        }
+        assert_eq!(role("/usr/lib/systemd/systemd --user"), Role::Adopter);
+        assert_eq!(role("/lib/systemd/systemd --system"), Role::Other);
+    }
+
+    #[test]
+    fn protect_is_independent_of_role() {
+        let c = Config::from_str_with_default("t", "[patterns]\nprotect = ['--http']\n").unwrap();
+        let m = c.matcher.classify("node x/mcp-server-shared --http", None);
+        assert_eq!((m.role, m.protect), (Role::Server, Some(0)));
+    }
+
+    #[test]
+    fn exe_is_matched_when_cmdline_is_not() {
+        let c = Config::embedded();
+        let m = c.matcher.classify("2.0.14", Some("/home/u/.local/bin/claude"));
+        assert_eq!(m.role, Role::Host);
+    }
+}

@@ -1,0 +1,80 @@
+//! Identities. A bare pid names a slot in the kernel's table, not a process: the
+//! slot is reused. Everything that acts on a process carries its [`Identity`].
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A process id as the reaper's PID namespace sees it. Always positive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Pid(i32);
+
+impl Pid {
+    /// PID 1 of the namespace.
+    pub const INIT: Pid = Pid(1);
+
+    pub fn new(raw: i32) -> Option<Pid> {
+        (raw > 0).then_some(Pid(raw))
+    }
+
+    pub fn get(self) -> i32 {
+        self.0
+    }
+
+    pub fn parse(s: &str) -> Option<Pid> {
+        s.parse::<i32>().ok().and_then(Pid::new)
+    }
+}
+
+impl fmt::Display for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Start time of a process in clock ticks since boot (`/proc/PID/stat` field 22).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StartTime(pub u64);
+
+/// `(pid, start_time)`: the only safe way to name a process across two reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Identity {
+    pub pid: Pid,
+    pub start_time: StartTime,
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.pid, self.start_time.0)
+    }
+}
+
+/// A real user id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Uid(pub u32);
+
+impl Uid {
+    pub const ROOT: Uid = Uid(0);
+}
+
+impl fmt::Display for Uid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_rejects_zero_and_negatives() {
+        assert_eq!(Pid::new(0), None);
+        assert_eq!(Pid::new(-5), None);
+        assert_eq!(Pid::parse("42").map(Pid::get), Some(42));
+        assert_eq!(Pid::parse("4x"), None);
+    }
+}

@@ -1,0 +1,388 @@
+//! Stage 1: read `/proc` into a [`Snapshot`].
+//!
+//! Two tiers keep a scan cheap: every process costs one `stat` and one
+//! `cmdline` read; the rest ([`Details`]: uid, swap, exe, fds, namespace) is read
+//! only for the processes a decision is about (tree members and their ancestors).
+//! Each process is read through a directory fd on `/proc/PID`, which stays bound
+//! to that process even if its pid is reused, so all files of one process are
+//! consistent with each other.
+
+pub mod parse;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Identity, Pid, StartTime, Uid};
+pub use parse::{MemInfo, Rollup};
+
+/// Errors that stop a scan as a whole (a single vanished process never does).
+#[derive(Debug)]
+pub enum ScanError {
+    ReadDir { path: PathBuf, source: io::Error },
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanError::ReadDir { path, source } => write!(f, "reading {}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ScanError {}
+
+/// Process state letter from `stat` field 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcState(pub char);
+
+impl ProcState {
+    pub fn is_zombie(self) -> bool {
+        matches!(self.0, 'Z' | 'X' | 'x')
+    }
+    /// Uninterruptible sleep: not even SIGKILL acts until it returns.
+    pub fn is_uninterruptible(self) -> bool {
+        self.0 == 'D'
+    }
+}
+
+/// Where one of fds 0–2 points (`readlink /proc/PID/fd/N`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdTarget(pub String);
+
+impl FdTarget {
+    /// A pseudo-terminal whose master side has gone (window closed).
+    pub fn is_dead_terminal(&self) -> bool {
+        self.0.starts_with("/dev/pts/") && self.0.ends_with(" (deleted)")
+    }
+    pub fn is_terminal(&self) -> bool {
+        self.0.starts_with("/dev/pts/") || self.0.starts_with("/dev/tty")
+    }
+}
+
+/// Second-tier facts, read only where a decision needs them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Details {
+    /// `None` when `status` could not be read.
+    pub uid: Option<Uid>,
+    pub swap_bytes: Option<u64>,
+    pub nspid_depth: Option<usize>,
+    /// Inode of `/proc/PID/ns/pid`; needs ptrace access, so often unknown.
+    pub pidns: Option<u64>,
+    pub exe: Option<String>,
+    pub fds: [Option<FdTarget>; 3],
+}
+
+/// One process as first read.
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub id: Identity,
+    /// `None` for PID 1 and kernel roots (ppid 0) and for parents outside our namespace.
+    pub ppid: Option<Pid>,
+    pub pgid: Option<Pid>,
+    pub sid: Option<Pid>,
+    pub tty_nr: u32,
+    pub state: ProcState,
+    pub kernel_thread: bool,
+    pub comm: String,
+    /// argv joined by spaces (lossy UTF-8). Empty for kernel threads and zombies.
+    pub cmdline: String,
+    pub rss_bytes: u64,
+    pub details: Option<Details>,
+}
+
+impl Process {
+    pub fn pid(&self) -> Pid {
+        self.id.pid
+    }
+
+    /// What to show and match: the command line, or `[comm]` like ps does.
+    pub fn display_cmd(&self) -> std::borrow::Cow<'_, str> {
+        if self.cmdline.is_empty() {
+            format!("[{}]", self.comm).into()
+        } else {
+            self.cmdline.as_str().into()
+        }
+    }
+
+    pub fn uid(&self) -> Option<Uid> {
+        self.details.as_ref().and_then(|d| d.uid)
+    }
+
+    pub fn swap_bytes(&self) -> u64 {
+        self.details.as_ref().and_then(|d| d.swap_bytes).unwrap_or(0)
+    }
+
+    pub fn exe(&self) -> Option<&str> {
+        self.details.as_ref().and_then(|d| d.exe.as_deref())
+    }
+}
+
+/// Facts about the scanning process itself and the clock, taken with the snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    pub self_pid: Option<Pid>,
+    pub self_pidns: Option<u64>,
+    pub self_nspid_depth: Option<usize>,
+    pub self_uid: Option<Uid>,
+    pub uptime_secs: f64,
+    pub clk_tck: u64,
+}
+
+/// Every process of the namespace at one moment (as close to one as /proc allows).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub procs: Vec<Process>,
+    index: HashMap<Pid, usize>,
+    pub ctx: Context,
+    pub taken_at: Option<SystemTime>,
+}
+
+impl Snapshot {
+    pub fn from_processes(procs: Vec<Process>, ctx: Context) -> Snapshot {
+        let index = procs.iter().enumerate().map(|(i, p)| (p.pid(), i)).collect();
+        Snapshot { procs, index, ctx, taken_at: Some(SystemTime::now()) }
+    }
+
+    pub fn get(&self, pid: Pid) -> Option<&Process> {
+        self.index.get(&pid).map(|&i| &self.procs[i])
+    }
+
+    pub fn get_mut(&mut self, pid: Pid) -> Option<&mut Process> {
+        self.index.get(&pid).map(|&i| &mut self.procs[i])
+    }
+
+    pub fn index_of(&self, pid: Pid) -> Option<usize> {
+        self.index.get(&pid).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.procs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.procs.is_empty()
+    }
+
+    /// Age of a process in seconds, from its start time and the uptime at scan.
+    pub fn age_secs(&self, p: &Process) -> f64 {
+        let tck = self.ctx.clk_tck.max(1) as f64;
+        (self.ctx.uptime_secs - p.id.start_time.0 as f64 / tck).max(0.0)
+    }
+}
+
+/// A `/proc` to read: the real one, or a fixture tree in tests.
+#[derive(Clone, Debug)]
+pub struct ProcFs {
+    root: PathBuf,
+    page_size: u64,
+}
+
+impl Default for ProcFs {
+    fn default() -> Self {
+        ProcFs::new("/proc")
+    }
+}
+
+/// Reading a file failed: the process is gone, or we may not look.
+enum ReadFail {
+    Gone,
+    Denied,
+}
+
+fn classify(e: rustix::io::Errno) -> ReadFail {
+    if e == rustix::io::Errno::ACCESS || e == rustix::io::Errno::PERM {
+        ReadFail::Denied
+    } else {
+        // ENOENT, ESRCH, and anything odd: treat as vanished.
+        ReadFail::Gone
+    }
+}
+
+impl ProcFs {
+    pub fn new(root: impl Into<PathBuf>) -> ProcFs {
+        ProcFs { root: root.into(), page_size: rustix::param::page_size() as u64 }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Reads every process. Processes that vanish mid-read are skipped silently.
+    pub fn snapshot(&self) -> Result<Snapshot, ScanError> {
+        let dir = std::fs::read_dir(&self.root)
+            .map_err(|source| ScanError::ReadDir { path: self.root.clone(), source })?;
+        let mut procs = Vec::with_capacity(512);
+        let mut buf = Vec::with_capacity(4096);
+        for entry in dir {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(Pid::parse) else { continue };
+            if let Some(p) = self.read_process(pid, &mut buf) {
+                procs.push(p);
+            }
+        }
+        let ctx = self.context();
+        Ok(Snapshot::from_processes(procs, ctx))
+    }
+
+    fn open_pid_dir(&self, pid: Pid) -> Option<OwnedFd> {
+        let path = self.root.join(pid.to_string());
+        rustix::fs::open(&path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()
+    }
+
+    fn read_process(&self, pid: Pid, buf: &mut Vec<u8>) -> Option<Process> {
+        let dir = self.open_pid_dir(pid)?;
+        read_at(&dir, "stat", buf).ok()?;
+        let stat = parse::parse_stat(buf).ok()?;
+        let kernel_thread = stat.flags & parse::PF_KTHREAD != 0;
+        let state = ProcState(stat.state as char);
+        let cmdline = if kernel_thread || state.is_zombie() {
+            String::new()
+        } else {
+            match read_at(&dir, "cmdline", buf) {
+                Ok(()) => parse::join_cmdline(buf),
+                Err(ReadFail::Denied) => String::new(),
+                Err(ReadFail::Gone) => return None,
+            }
+        };
+        Some(Process {
+            id: Identity { pid, start_time: StartTime(stat.start_time) },
+            ppid: Pid::new(stat.ppid),
+            pgid: Pid::new(stat.pgrp),
+            sid: Pid::new(stat.session),
+            tty_nr: stat.tty_nr,
+            state,
+            kernel_thread,
+            comm: stat.comm,
+            cmdline,
+            rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
+            details: None,
+        })
+    }
+
+    /// Reads [`Details`] for one process, checking through the same directory fd
+    /// that it is still the process we scanned. `None` if it is gone or reused.
+    pub fn details(&self, id: Identity) -> Option<Details> {
+        let dir = self.open_pid_dir(id.pid)?;
+        let mut buf = Vec::with_capacity(2048);
+        read_at(&dir, "stat", &mut buf).ok()?;
+        if parse::parse_stat(&buf).ok()?.start_time != id.start_time.0 {
+            return None;
+        }
+        let mut d = Details::default();
+        match read_at(&dir, "status", &mut buf) {
+            Ok(()) => {
+                let s = parse::parse_status(&buf);
+                d.uid = s.real_uid.map(Uid);
+                d.swap_bytes = s.vm_swap_bytes;
+                d.nspid_depth = s.nspid_depth;
+            }
+            Err(ReadFail::Gone) => return None,
+            Err(ReadFail::Denied) => {}
+        }
+        d.exe = readlink_at(&dir, "exe");
+        d.pidns = readlink_at(&dir, "ns/pid").and_then(|s| parse_ns_inode(&s));
+        for (i, slot) in d.fds.iter_mut().enumerate() {
+            *slot = readlink_at(&dir, ["fd/0", "fd/1", "fd/2"][i]).map(FdTarget);
+        }
+        Some(d)
+    }
+
+    /// Fills in [`Details`] for the given pids (those not loaded yet).
+    pub fn load_details(&self, snap: &mut Snapshot, pids: impl IntoIterator<Item = Pid>) {
+        for pid in pids {
+            let Some(p) = snap.get_mut(pid) else { continue };
+            if p.details.is_some() || p.kernel_thread {
+                continue;
+            }
+            // A process that vanished or was replaced keeps an empty Details:
+            // every fact unknown, which the policy treats as "don't touch".
+            p.details = Some(self.details(p.id).unwrap_or_default());
+        }
+    }
+
+    /// A fresh `stat` of one pid, for re-checks right before acting.
+    pub fn stat(&self, pid: Pid) -> Option<parse::Stat> {
+        let dir = self.open_pid_dir(pid)?;
+        let mut buf = Vec::with_capacity(1024);
+        read_at(&dir, "stat", &mut buf).ok()?;
+        parse::parse_stat(&buf).ok()
+    }
+
+    /// PSS + SwapPss of one process, or `None` when `smaps_rollup` is unreadable.
+    pub fn rollup(&self, id: Identity) -> Option<Rollup> {
+        let dir = self.open_pid_dir(id.pid)?;
+        let mut buf = Vec::with_capacity(1024);
+        read_at(&dir, "stat", &mut buf).ok()?;
+        if parse::parse_stat(&buf).ok()?.start_time != id.start_time.0 {
+            return None;
+        }
+        read_at(&dir, "smaps_rollup", &mut buf).ok()?;
+        parse::parse_smaps_rollup(&buf)
+    }
+
+    pub fn meminfo(&self) -> Option<MemInfo> {
+        std::fs::read(self.root.join("meminfo")).ok().map(|b| parse::parse_meminfo(&b))
+    }
+
+    fn context(&self) -> Context {
+        let self_pid = std::fs::read_link(self.root.join("self"))
+            .ok()
+            .and_then(|p| p.to_str().and_then(Pid::parse));
+        let mut ctx = Context {
+            self_pid,
+            clk_tck: rustix::param::clock_ticks_per_second(),
+            uptime_secs: std::fs::read_to_string(self.root.join("uptime"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next().and_then(|f| f.parse().ok()))
+                .unwrap_or(0.0),
+            ..Context::default()
+        };
+        if let Some(pid) = self_pid {
+            let self_dir = self.root.join(pid.to_string());
+            ctx.self_pidns = std::fs::read_link(self_dir.join("ns/pid"))
+                .ok()
+                .and_then(|p| p.to_str().and_then(parse_ns_inode));
+            if let Ok(b) = std::fs::read(self_dir.join("status")) {
+                let s = parse::parse_status(&b);
+                ctx.self_nspid_depth = s.nspid_depth;
+                ctx.self_uid = s.real_uid.map(Uid);
+            }
+        }
+        ctx
+    }
+}
+
+/// `pid:[4026531836]` → 4026531836.
+fn parse_ns_inode(s: &str) -> Option<u64> {
+    s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Reads a whole file below a `/proc/PID` dirfd into `buf`.
+fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail> {
+    buf.clear();
+    let fd = rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(classify)?;
+    let mut chunk = [0u8; 4096];
+    loop {
+        match rustix::io::read(&fd, &mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(classify(e)),
+        }
+    }
+}
+
+fn readlink_at(dir: &OwnedFd, name: &str) -> Option<String> {
+    let target = rustix::fs::readlinkat(dir.as_fd(), name, Vec::new()).ok()?;
+    Some(OsString::from_vec(target.into_bytes()).to_string_lossy().into_owned())
+}
