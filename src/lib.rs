@@ -9,3 +9,6 @@ pub mod config;
 pub mod ids;
 pub mod scan;
 pub mod sys;
+pub mod policy;
+pub mod tree;
+pub mod cycle;

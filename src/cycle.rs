@@ -1,0 +1,84 @@
+//! The pipeline glue: scan → tree → policy, the part shared by `reaperctl scan`,
+//! `mcp-reaperd --once` and the daemon.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::{Instant, SystemTime};
+
+use crate::config::Config;
+use crate::ids::Pid;
+use crate::policy::{self, GraceBook, Judgement};
+use crate::scan::{ProcFs, ScanError, Snapshot};
+use crate::tree::Forest;
+
+/// A judged snapshot.
+#[derive(Clone, Debug)]
+pub struct Assessment {
+    pub snapshot: Snapshot,
+    pub forest: Forest,
+    pub judgements: Vec<Judgement>,
+    pub scope: Option<Pid>,
+    pub scan_duration: std::time::Duration,
+}
+
+#[derive(Debug)]
+pub enum AssessError {
+    Scan(ScanError),
+    ScopeNotFound(Pid),
+}
+
+impl fmt::Display for AssessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AssessError::Scan(e) => e.fmt(f),
+            AssessError::ScopeNotFound(p) => write!(f, "scope process {p} does not exist"),
+        }
+    }
+}
+
+impl std::error::Error for AssessError {}
+
+/// Scans, builds the trees, loads details where decisions need them, judges.
+pub fn assess(
+    procfs: &ProcFs,
+    cfg: &Config,
+    scope: Option<Pid>,
+    grace: &GraceBook,
+    now: SystemTime,
+) -> Result<Assessment, AssessError> {
+    let started = Instant::now();
+    let mut snap = procfs.snapshot().map_err(AssessError::Scan)?;
+    if let Some(s) = scope
+        && snap.get(s).is_none()
+    {
+        return Err(AssessError::ScopeNotFound(s));
+    }
+    let mut forest = Forest::build(&snap, &cfg.matcher, scope);
+    let inputs = policy::Inputs { config: cfg, grace, now };
+    // Round 1 loads tree members and their ancestors; round 2 the subtrees of
+    // stale hosts, which join their trees. Roles are refined with exe paths as
+    // they become known, so the trees are recomputed each round.
+    let mut rounds = 0;
+    loop {
+        let shapes = forest.server_trees(&snap);
+        let judgements = policy::judge(&snap, &forest, &shapes, &inputs);
+        let mut want = BTreeSet::new();
+        for shape in &shapes {
+            want.extend(shape.members.iter().map(|&(m, _)| m));
+            want.extend(forest.ancestors(shape.root));
+        }
+        for j in &judgements {
+            want.extend(j.members.iter().map(|&(m, _)| m));
+        }
+        want.retain(|&i| snap.procs[i].details.is_none() && !snap.procs[i].kernel_thread);
+        if want.is_empty() || rounds == 3 {
+            // A member still without details is protected by the policy.
+            return Ok(Assessment { snapshot: snap, forest, judgements, scope, scan_duration: started.elapsed() });
+        }
+        rounds += 1;
+        let idx: Vec<usize> = want.into_iter().collect();
+        let pids: Vec<Pid> = idx.iter().map(|&i| snap.procs[i].pid()).collect();
+        procfs.load_details(&mut snap, pids);
+        forest.refine_roles(&snap, &cfg.matcher, &idx);
+    }
+}

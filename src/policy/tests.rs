@@ -1,0 +1,388 @@
+//! Verdicts on synthetic snapshots: one test per verdict and per pitfall of
+//! background.md.
+
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::config::Config;
+use crate::ids::{Identity, Pid, StartTime, Uid};
+use crate::scan::{Context, Details, FdTarget, ProcState, Process, Snapshot};
+use crate::tree::Forest;
+
+const NS: u64 = 4026531836;
+
+struct World {
+    procs: Vec<Process>,
+    ctx: Context,
+    cfg: Config,
+    scope: Option<Pid>,
+    book: GraceBook,
+    now: SystemTime,
+}
+
+fn pid(n: i32) -> Pid {
+    Pid::new(n).unwrap()
+}
+
+impl World {
+    fn new() -> World {
+        let cfg = Config::from_str_with_default("test", "[reaper]\ngrace_secs = 0\n").unwrap();
+        let mut w = World {
+            procs: Vec::new(),
+            ctx: Context {
+                self_pid: None,
+                self_pidns: Some(NS),
+                self_nspid_depth: Some(1),
+                self_uid: Some(Uid::ROOT),
+                uptime_secs: 100_000.0,
+                clk_tck: 100,
+            },
+            cfg,
+            scope: None,
+            book: GraceBook::default(),
+            now: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
+        };
+        w.add(1, 0, "/sbin/init");
+        w
+    }
+
+    fn cfg(mut self, toml: &str) -> World {
+        self.cfg = Config::from_str_with_default("test", toml).unwrap();
+        self
+    }
+
+    fn add(&mut self, p: i32, ppid: i32, cmd: &str) -> &mut Process {
+        self.procs.push(Process {
+            id: Identity { pid: pid(p), start_time: StartTime(p as u64 * 7) },
+            ppid: Pid::new(ppid),
+            pgid: Pid::new(p),
+            sid: Pid::new(p),
+            tty_nr: 0,
+            state: ProcState('S'),
+            kernel_thread: false,
+            comm: cmd.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or("").chars().take(15).collect(),
+            cmdline: cmd.to_string(),
+            rss_bytes: 1 << 20,
+            details: Some(Details {
+                uid: Some(Uid(1000)),
+                swap_bytes: Some(0),
+                nspid_depth: Some(1),
+                pidns: Some(NS),
+                exe: None,
+                fds: [None, None, None],
+            }),
+        });
+        self.procs.last_mut().unwrap()
+    }
+
+    fn judge(&self) -> (Snapshot, Vec<Judgement>) {
+        let snap = Snapshot::from_processes(self.procs.clone(), self.ctx.clone());
+        let forest = Forest::build(&snap, &self.cfg.matcher, self.scope);
+        let shapes = forest.server_trees(&snap);
+        let inp = Inputs { config: &self.cfg, grace: &self.book, now: self.now };
+        let j = judge(&snap, &forest, &shapes, &inp);
+        (snap, j)
+    }
+
+    /// The single tree's verdict, root pid, member pids and reason.
+    fn one(&self) -> (Verdict, i32, Vec<i32>, String) {
+        let (snap, js) = self.judge();
+        assert_eq!(js.len(), 1, "expected one tree, got {:#?}", js.iter().map(|j| &j.reason).collect::<Vec<_>>());
+        let j = &js[0];
+        let members = j.members.iter().map(|&(m, _)| snap.procs[m].pid().get()).collect();
+        (j.verdict, snap.procs[j.root].pid().get(), members, j.reason.clone())
+    }
+}
+
+fn tty(p: &mut Process, path: &str) {
+    let d = p.details.as_mut().unwrap();
+    d.fds = [Some(FdTarget(path.into())), Some(FdTarget(path.into())), Some(FdTarget(path.into()))];
+}
+
+/// claude → npm exec → node playwright-mcp → chrome (+ setsid helper).
+fn playwright_under(w: &mut World, parent: i32) {
+    w.add(200, parent, "npm exec @playwright/mcp@latest");
+    w.add(201, 200, "node /home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp");
+    w.add(202, 201, "/opt/google/chrome/chrome --headless --user-data-dir=/tmp/mcp-chrome-1");
+    let helper = w.add(203, 202, "/opt/google/chrome/chrome --type=zygote");
+    helper.pgid = Pid::new(203);
+    helper.sid = Pid::new(203);
+}
+
+#[test]
+fn orphan_adopted_by_pid1_is_reaped_from_the_wrapper_down() {
+    let mut w = World::new();
+    playwright_under(&mut w, 1);
+    let (v, root, members, reason) = w.one();
+    assert_eq!(v, Verdict::Orphan);
+    assert_eq!(root, 200, "the wrapper with the dead parent is the root, not the node below it");
+    assert_eq!(members, vec![200, 201, 202, 203], "setsid helper included");
+    assert!(reason.contains("adopted by PID 1"), "{reason}");
+}
+
+#[test]
+fn orphan_adopted_by_a_user_subreaper() {
+    let mut w = World::new();
+    w.add(812, 1, "/usr/lib/systemd/systemd --user");
+    playwright_under(&mut w, 812);
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Orphan);
+    assert!(reason.contains("systemd --user (pid 812)"), "{reason}");
+}
+
+#[test]
+fn live_host_with_terminal_keeps_its_servers() {
+    let mut w = World::new();
+    w.add(50, 1, "sshd: u@pts/3");
+    w.add(51, 50, "-bash");
+    tty(w.add(100, 51, "claude --resume"), "/dev/pts/3");
+    playwright_under(&mut w, 100);
+    let (v, root, _, reason) = w.one();
+    assert_eq!((v, root), (Verdict::Live, 200));
+    assert!(reason.contains("claude --resume (pid 100)") && reason.contains("/dev/pts/3"), "{reason}");
+}
+
+#[test]
+fn headless_host_without_terminal_is_live() {
+    let mut w = World::new();
+    w.add(100, 1, "node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js -p hi");
+    w.add(300, 100, "uvx mcp-server-fetch");
+    let (v, root, _, reason) = w.one();
+    assert_eq!((v, root), (Verdict::Live, 300));
+    assert!(reason.contains("no terminal"), "{reason}");
+}
+
+#[test]
+fn host_found_through_a_shell_between_it_and_the_tree() {
+    let mut w = World::new();
+    w.add(100, 1, "claude");
+    w.add(110, 100, "/bin/bash --norc");
+    w.add(300, 110, "python -m mcp_server_git");
+    assert_eq!(w.one().0, Verdict::Live);
+}
+
+#[test]
+fn host_identified_by_exe_only() {
+    let mut w = World::new();
+    let host = w.add(100, 1, "2.0.14");
+    host.details.as_mut().unwrap().exe = Some("/home/u/.local/share/claude/versions/2.0.14/claude".into());
+    host.details.as_mut().unwrap().exe = Some("/home/u/.local/bin/claude".into());
+    w.add(300, 100, "mcp-remote https://x.invalid/sse");
+    assert_eq!(w.one().0, Verdict::Live);
+}
+
+#[test]
+fn multiplexer_held_terminal_is_alive() {
+    let mut w = World::new();
+    w.add(40, 1, "tmux new -s work");
+    w.add(41, 40, "-bash");
+    tty(w.add(100, 41, "claude"), "/dev/pts/7");
+    playwright_under(&mut w, 100);
+    assert_eq!(w.one().0, Verdict::Live);
+}
+
+#[test]
+fn dead_terminal_makes_the_host_and_its_subtree_stale() {
+    let mut w = World::new();
+    tty(w.add(100, 1, "claude"), "/dev/pts/4 (deleted)");
+    playwright_under(&mut w, 100);
+    w.add(300, 100, "uvx mcp-server-fetch");
+    w.add(400, 100, "bash -c sleep 100");
+    let (v, root, members, reason) = w.one();
+    assert_eq!(v, Verdict::Stale);
+    assert_eq!(root, 100, "the host is reaped with its servers");
+    assert_eq!(members, vec![100, 200, 201, 202, 203, 300, 400]);
+    assert!(reason.contains("/dev/pts/4 (deleted) is gone"), "{reason}");
+}
+
+#[test]
+fn dead_terminal_kept_when_stale_reaping_is_off() {
+    let mut w = World::new().cfg("[reaper]\ngrace_secs = 0\nreap_stale_hosts = false\n");
+    tty(w.add(100, 1, "claude"), "/dev/pts/4 (deleted)");
+    playwright_under(&mut w, 100);
+    let (snap, js) = w.judge();
+    assert_eq!(js[0].verdict, Verdict::Stale);
+    assert!(!js[0].reap);
+    assert_eq!(snap.procs[js[0].root].pid().get(), 200, "not grown to the host when it is not reaped");
+}
+
+#[test]
+fn login_shell_is_no_launcher_so_its_tree_is_foreign() {
+    let mut w = World::new();
+    w.add(51, 1, "-bash");
+    w.add(300, 51, "node /x/node_modules/.bin/context7-mcp");
+    let (v, root, _, reason) = w.one();
+    assert_eq!((v, root), (Verdict::Foreign, 300));
+    assert!(reason.contains("-bash (pid 51)"), "{reason}");
+}
+
+#[test]
+fn sh_dash_c_is_a_launcher_link() {
+    let mut w = World::new();
+    w.add(60, 1, "sh -c npx -y @modelcontextprotocol/server-filesystem /");
+    w.add(61, 60, "npm exec @modelcontextprotocol/server-filesystem /");
+    w.add(62, 61, "node /x/.bin/mcp-server-filesystem /");
+    let (v, root, members, _) = w.one();
+    assert_eq!((v, root), (Verdict::Orphan, 60));
+    assert_eq!(members, vec![60, 61, 62]);
+}
+
+#[test]
+fn protect_pattern_wins() {
+    let mut w = World::new().cfg("[reaper]\ngrace_secs = 0\n[patterns]\nprotect = ['--transport http']\n");
+    w.add(300, 1, "node /x/mcp-server-shared --transport http");
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Protected);
+    assert!(reason.contains("protect pattern '--transport http'"), "{reason}");
+}
+
+#[test]
+fn young_until_the_grace_has_passed() {
+    let mut w = World::new().cfg("[reaper]\ngrace_secs = 60\n");
+    playwright_under(&mut w, 1);
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Young);
+    assert!(reason.contains("60s left"), "{reason}");
+    let root = Identity { pid: pid(200), start_time: StartTime(1400) };
+    w.book.insert(root, w.now - Duration::from_secs(59));
+    let (snap, js) = w.judge();
+    assert_eq!((js[0].verdict, js[0].grace_left), (Verdict::Young, Some(Duration::from_secs(1))));
+    assert_eq!(js[0].root_id(&snap), root);
+    w.book.insert(root, w.now - Duration::from_secs(60));
+    assert_eq!(w.one().0, Verdict::Orphan);
+}
+
+#[test]
+fn the_reaper_and_its_ancestors_are_never_targets() {
+    let mut w = World::new();
+    w.add(200, 1, "npm exec mcp-reaper-wrapper");
+    w.add(201, 200, "node /x/.bin/some-mcp");
+    w.add(202, 201, "mcp-reaperd --once");
+    w.ctx.self_pid = Some(pid(202));
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Protected);
+    assert!(reason.contains("mcp-reaper itself or one of its ancestors"), "{reason}");
+}
+
+#[test]
+fn other_pid_namespace_is_out_of_scope() {
+    let mut w = World::new();
+    playwright_under(&mut w, 1);
+    w.procs.last_mut().unwrap().details.as_mut().unwrap().pidns = Some(NS + 1);
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Protected);
+    assert!(reason.contains("another PID namespace"), "{reason}");
+}
+
+#[test]
+fn nspid_depth_decides_when_the_namespace_link_is_unreadable() {
+    let mut w = World::new();
+    w.add(300, 1, "mcp-remote x");
+    let d = w.procs.last_mut().unwrap().details.as_mut().unwrap();
+    d.pidns = None;
+    d.nspid_depth = Some(2);
+    assert_eq!(w.one().0, Verdict::Protected);
+    w.procs.last_mut().unwrap().details.as_mut().unwrap().nspid_depth = Some(1);
+    assert_eq!(w.one().0, Verdict::Orphan);
+}
+
+#[test]
+fn uids_below_min_uid_are_never_targets() {
+    let mut w = World::new();
+    w.add(300, 1, "mcp-remote x").details.as_mut().unwrap().uid = Some(Uid(0));
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Protected);
+    assert!(reason.contains("below min_uid 1000"), "{reason}");
+}
+
+#[test]
+fn a_non_root_reaper_only_targets_its_own_uid() {
+    let mut w = World::new();
+    w.ctx.self_uid = Some(Uid(1001));
+    w.add(300, 1, "mcp-remote x");
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Protected);
+    assert!(reason.contains("only reaps its own"), "{reason}");
+    w.ctx.self_uid = Some(Uid(1000));
+    assert_eq!(w.one().0, Verdict::Orphan);
+}
+
+#[test]
+fn uninspectable_members_are_not_touched() {
+    let mut w = World::new();
+    w.add(300, 1, "mcp-remote x").details = None;
+    assert_eq!(w.one().0, Verdict::Protected);
+    w.procs.last_mut().unwrap().details = Some(Details { pidns: Some(NS), ..Details::default() });
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Protected);
+    assert!(reason.contains("which user"), "{reason}");
+}
+
+#[test]
+fn kernel_threads_never_form_or_join_trees() {
+    let mut w = World::new();
+    w.add(2, 0, "");
+    let k = w.add(3, 2, "");
+    k.kernel_thread = true;
+    k.comm = "mcp-server-x".into();
+    assert!(w.judge().1.is_empty());
+}
+
+#[test]
+fn pid1_is_never_a_member() {
+    // A server configured to match init's command line still can't make PID 1 a target.
+    let w = World::new().cfg("[reaper]\ngrace_secs = 0\n[patterns]\nservers = ['^/sbin/init']\n");
+    let (snap, js) = w.judge();
+    assert!(js.iter().all(|j| !j.reap), "{:?}", js.iter().map(|j| (&j.reason, snap.procs[j.root].pid())).collect::<Vec<_>>());
+}
+
+#[test]
+fn shared_process_group_bystander_is_not_a_member() {
+    let mut w = World::new();
+    w.add(90, 1, "python3 build.py");
+    w.add(91, 90, "sleep 1000").pgid = Pid::new(200);
+    playwright_under(&mut w, 1);
+    let (_, _, members, _) = w.one();
+    assert!(!members.contains(&91));
+}
+
+#[test]
+fn nested_servers_make_one_tree() {
+    let mut w = World::new();
+    playwright_under(&mut w, 1);
+    w.add(204, 202, "node /x/.bin/chrome-devtools-mcp");
+    let (v, root, members, _) = w.one();
+    assert_eq!((v, root), (Verdict::Orphan, 200));
+    assert!(members.contains(&204));
+}
+
+#[test]
+fn zombie_members_do_not_block() {
+    let mut w = World::new();
+    playwright_under(&mut w, 1);
+    let z = w.add(205, 201, "");
+    z.state = ProcState('Z');
+    z.details = None;
+    assert_eq!(w.one().0, Verdict::Orphan);
+}
+
+#[test]
+fn scope_limits_judgement_and_acts_as_adopter() {
+    let mut w = World::new();
+    w.add(500, 1, "cargo test");
+    w.add(600, 500, "npm exec foo-mcp");
+    w.add(700, 1, "mcp-remote outside");
+    w.scope = Some(pid(500));
+    let (v, root, _, reason) = w.one();
+    assert_eq!((v, root), (Verdict::Orphan, 600));
+    assert!(reason.contains("scope process"), "{reason}");
+}
+
+#[test]
+fn vanished_parent_is_kept() {
+    let mut w = World::new();
+    w.add(300, 999, "mcp-remote x");
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Foreign);
+    assert!(reason.contains("not readable"), "{reason}");
+}
