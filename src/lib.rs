@@ -12,3 +12,7 @@ pub mod sys;
 pub mod policy;
 pub mod tree;
 pub mod cycle;
+pub mod report;
+pub mod ctl;
+pub mod exit;
+pub mod paths;

@@ -140,7 +140,7 @@ pub fn judge(snap: &Snapshot, forest: &Forest, shapes: &[TreeShape], inp: &Input
             j.reap = false;
             j.candidate = false;
             j.grace_left = None;
-            j.reason = reason;
+            j.reason = format!("{}; kept: {reason}", j.reason);
         } else if j.candidate {
             apply_grace(snap, j, inp);
         }

@@ -1,0 +1,42 @@
+//! Where the daemon keeps its socket and state, by who runs it.
+
+use std::path::PathBuf;
+
+use crate::config::{Config, xdg_dir};
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Control socket: `daemon.socket`, else `/run/mcp-reaper/control.sock` for
+/// root, `$XDG_RUNTIME_DIR/mcp-reaper/control.sock` for a user.
+pub fn socket(cfg: &Config) -> PathBuf {
+    if let Some(p) = &cfg.socket {
+        return p.clone();
+    }
+    if is_root() {
+        PathBuf::from("/run/mcp-reaper/control.sock")
+    } else {
+        runtime_dir().join("mcp-reaper/control.sock")
+    }
+}
+
+fn runtime_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(p) if p.is_absolute() => p,
+        _ => PathBuf::from(format!("/run/user/{}", rustix::process::getuid().as_raw())),
+    }
+}
+
+/// Grace state: `daemon.state_file`, else `/var/lib/mcp-reaper/state.json`
+/// for root, `$XDG_STATE_HOME/mcp-reaper/state.json` for a user.
+pub fn state_file(cfg: &Config) -> PathBuf {
+    if let Some(p) = &cfg.state_file {
+        return p.clone();
+    }
+    if is_root() {
+        PathBuf::from("/var/lib/mcp-reaper/state.json")
+    } else {
+        xdg_dir("XDG_STATE_HOME", ".local/state").join("mcp-reaper/state.json")
+    }
+}

@@ -1,0 +1,146 @@
+//! The human view of `reaperctl scan`: trees grouped by verdict, drawn like
+//! `ps --forest`, a reason per tree and a summary line.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::cycle::Assessment;
+use crate::policy::Verdict;
+use crate::report::{age, bytes, json};
+
+/// uid → user name, from /etc/passwd (no NSS: this is a display nicety).
+pub fn user_names() -> HashMap<u32, String> {
+    let text = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let uid = f.nth(1)?.parse().ok()?;
+            Some((uid, name.to_string()))
+        })
+        .collect()
+}
+
+/// Width of the terminal on stdout, or `None` when stdout is not one.
+pub fn terminal_width() -> Option<usize> {
+    let out = std::io::stdout();
+    rustix::termios::tcgetwinsize(&out).ok().map(|w| w.ws_col as usize).filter(|&w| w >= 40)
+}
+
+fn cut(s: &str, width: Option<usize>, used: usize) -> String {
+    match width {
+        Some(w) if used + s.chars().count() > w => {
+            let keep = w.saturating_sub(used + 1);
+            let mut out: String = s.chars().take(keep).collect();
+            out.push('…');
+            out
+        }
+        _ => s.to_string(),
+    }
+}
+
+/// Renders the scan. `width`: cut lines to it (a terminal), or `None` (a pipe).
+pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>) -> String {
+    let snap = &a.snapshot;
+    let report = json::build(a);
+    let mut out = String::new();
+    if report.trees.is_empty() {
+        let _ = writeln!(out, "No MCP server trees found among {} processes.", snap.len());
+    }
+    for verdict in Verdict::ALL {
+        let trees: Vec<usize> = (0..report.trees.len()).filter(|&i| report.trees[i].verdict == verdict).collect();
+        if trees.is_empty() {
+            continue;
+        }
+        let procs: usize = trees.iter().map(|&i| report.trees[i].members.len()).sum();
+        let mem: u64 = trees.iter().map(|&i| report.trees[i].memory_bytes).sum();
+        let _ = writeln!(
+            out,
+            "{} · {} tree{} · {} process{} · {}",
+            verdict.as_str().to_uppercase(),
+            trees.len(),
+            if trees.len() == 1 { "" } else { "s" },
+            procs,
+            if procs == 1 { "" } else { "es" },
+            bytes(mem)
+        );
+        for &i in &trees {
+            let t = &report.trees[i];
+            let action = if t.reap { "reap" } else { "keep" };
+            let _ = writeln!(out, "  tree {} [{action}]: {}", t.root, cut(&t.reason, width, 16));
+            let _ = writeln!(out, "    {:>7} {:<9} {:>6} {:>8}  COMMAND", "PID", "USER", "AGE", "RSS+SWAP");
+            let depths: Vec<usize> = t.members.iter().map(|m| m.depth).collect();
+            for (k, m) in t.members.iter().enumerate() {
+                let user = m
+                    .uid
+                    .map(|u| users.get(&u).cloned().unwrap_or_else(|| u.to_string()))
+                    .unwrap_or_else(|| "?".into());
+                let user: String = user.chars().take(9).collect();
+                let mem = if m.state == "Z" { "zombie".to_string() } else { bytes(m.rss_bytes + m.swap_bytes) };
+                let line = format!("    {:>7} {:<9} {:>6} {:>8}  ", m.pid, user, age(m.age_secs as f64), mem);
+                let cmd = format!("{}{}", branch(&depths, k), m.cmdline);
+                let used = line.chars().count();
+                let _ = writeln!(out, "{line}{}", cut(&cmd, width, used));
+            }
+        }
+        out.push('\n');
+    }
+    let s = &report.summary;
+    let counts: Vec<String> = Verdict::ALL
+        .iter()
+        .filter_map(|v| s.by_verdict.get(v.as_str()).filter(|&&n| n > 0).map(|n| format!("{n} {v}")))
+        .collect();
+    let _ = write!(
+        out,
+        "{} tree{} among {} processes",
+        s.trees,
+        if s.trees == 1 { "" } else { "s" },
+        s.processes_scanned
+    );
+    if !counts.is_empty() {
+        let _ = write!(out, " ({})", counts.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        " · reaping now would end {} process{} in {} tree{} and return about {} · scanned in {:.0} ms",
+        s.reap_processes,
+        if s.reap_processes == 1 { "" } else { "es" },
+        s.reap_trees,
+        if s.reap_trees == 1 { "" } else { "s" },
+        bytes(s.reap_memory_bytes),
+        s.scan_ms
+    );
+    out
+}
+
+/// The `│  ├─ ` prefix of member `k` in a depth-first list of depths.
+fn branch(depths: &[usize], k: usize) -> String {
+    let d = depths[k];
+    if d == 0 {
+        return String::new();
+    }
+    // Is the node at `level` on the path to k the last of its siblings?
+    let is_last = |pos: usize, level: usize| -> bool {
+        depths[pos + 1..].iter().find(|&&x| x <= level).is_none_or(|&x| x < level)
+    };
+    let mut s = String::new();
+    for level in 1..d {
+        // Find the ancestor of k at `level`.
+        let anc = (0..k).rev().find(|&p| depths[p] == level).unwrap_or(k);
+        s.push_str(if is_last(anc, level) { "   " } else { "│  " });
+    }
+    s.push_str(if is_last(k, d) { "└─ " } else { "├─ " });
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::branch;
+
+    #[test]
+    fn forest_branches() {
+        let d = [0, 1, 2, 2, 1, 2];
+        let drawn: Vec<String> = (0..d.len()).map(|k| branch(&d, k)).collect();
+        assert_eq!(drawn, ["", "├─ ", "│  ├─ ", "│  └─ ", "└─ ", "   └─ "]);
+    }
+}

@@ -1,0 +1,147 @@
+//! The stable JSON of `reaperctl scan --json` (documented in README.md).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cycle::Assessment;
+use crate::policy::{Judgement, Verdict};
+use crate::scan::{Process, Snapshot};
+
+#[derive(Serialize)]
+pub struct ScanReport {
+    pub trees: Vec<Tree>,
+    pub summary: Summary,
+}
+
+#[derive(Serialize)]
+pub struct Tree {
+    pub verdict: Verdict,
+    pub reap: bool,
+    pub reason: String,
+    pub root: i32,
+    pub root_start_time: u64,
+    pub host: Option<ProcRef>,
+    pub owner: Option<ProcRef>,
+    pub servers: Vec<i32>,
+    pub members: Vec<Member>,
+    /// RSS + swap of the live members.
+    pub memory_bytes: u64,
+    pub first_seen_unix: Option<u64>,
+    pub grace_left_secs: Option<f64>,
+}
+
+#[derive(Serialize)]
+pub struct ProcRef {
+    pub pid: i32,
+    pub cmdline: String,
+}
+
+#[derive(Serialize)]
+pub struct Member {
+    pub pid: i32,
+    pub start_time: u64,
+    pub ppid: Option<i32>,
+    pub pgid: Option<i32>,
+    pub sid: Option<i32>,
+    pub uid: Option<u32>,
+    pub state: String,
+    pub depth: usize,
+    pub role: &'static str,
+    pub age_secs: u64,
+    pub cmdline: String,
+    pub rss_bytes: u64,
+    pub swap_bytes: u64,
+}
+
+#[derive(Serialize)]
+pub struct Summary {
+    pub processes_scanned: usize,
+    pub trees: usize,
+    pub by_verdict: BTreeMap<&'static str, usize>,
+    pub reap_trees: usize,
+    pub reap_processes: usize,
+    /// RSS + swap of the trees that would be reaped now.
+    pub reap_memory_bytes: u64,
+    pub scan_ms: f64,
+    pub scope: Option<i32>,
+}
+
+/// Live members' RSS + swap. Zombies hold no memory worth counting.
+pub fn tree_memory(snap: &Snapshot, j: &Judgement) -> u64 {
+    j.members
+        .iter()
+        .map(|&(m, _)| &snap.procs[m])
+        .filter(|p| !p.state.is_zombie())
+        .map(|p| p.rss_bytes + p.swap_bytes())
+        .sum()
+}
+
+fn proc_ref(p: &Process) -> ProcRef {
+    ProcRef { pid: p.pid().get(), cmdline: p.display_cmd().into_owned() }
+}
+
+pub fn build(a: &Assessment) -> ScanReport {
+    let snap = &a.snapshot;
+    let trees: Vec<Tree> = a
+        .judgements
+        .iter()
+        .map(|j| {
+            let root = &snap.procs[j.root];
+            Tree {
+                verdict: j.verdict,
+                reap: j.reap,
+                reason: j.reason.clone(),
+                root: root.pid().get(),
+                root_start_time: root.id.start_time.0,
+                host: j.host.map(|h| proc_ref(&snap.procs[h])),
+                owner: j.owner.map(|o| proc_ref(&snap.procs[o])),
+                servers: j.servers.iter().map(|&s| snap.procs[s].pid().get()).collect(),
+                members: j
+                    .members
+                    .iter()
+                    .map(|&(m, depth)| {
+                        let p = &snap.procs[m];
+                        Member {
+                            pid: p.pid().get(),
+                            start_time: p.id.start_time.0,
+                            ppid: p.ppid.map(|x| x.get()),
+                            pgid: p.pgid.map(|x| x.get()),
+                            sid: p.sid.map(|x| x.get()),
+                            uid: p.uid().map(|u| u.0),
+                            state: p.state.0.to_string(),
+                            depth,
+                            role: a.forest.role(m).as_str(),
+                            age_secs: snap.age_secs(p) as u64,
+                            cmdline: p.display_cmd().into_owned(),
+                            rss_bytes: p.rss_bytes,
+                            swap_bytes: p.swap_bytes(),
+                        }
+                    })
+                    .collect(),
+                memory_bytes: tree_memory(snap, j),
+                first_seen_unix: j
+                    .first_seen
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs()),
+                grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
+            }
+        })
+        .collect();
+    let mut by_verdict: BTreeMap<&'static str, usize> = Verdict::ALL.iter().map(|v| (v.as_str(), 0)).collect();
+    for t in &trees {
+        *by_verdict.entry(t.verdict.as_str()).or_default() += 1;
+    }
+    let reaped = trees.iter().filter(|t| t.reap);
+    let summary = Summary {
+        processes_scanned: snap.len(),
+        trees: trees.len(),
+        by_verdict,
+        reap_trees: reaped.clone().count(),
+        reap_processes: reaped.clone().map(|t| t.members.len()).sum(),
+        reap_memory_bytes: reaped.map(|t| t.memory_bytes).sum(),
+        scan_ms: a.scan_duration.as_secs_f64() * 1000.0,
+        scope: a.scope.map(|s| s.get()),
+    };
+    ScanReport { trees, summary }
+}

@@ -1,0 +1,51 @@
+//! Stage 5: words and JSON. Nothing here decides or acts.
+
+pub mod human;
+pub mod json;
+
+/// `612 MiB`, `1.2 GiB`, `800 KiB`.
+pub fn bytes(n: u64) -> String {
+    const K: f64 = 1024.0;
+    let f = n as f64;
+    if f >= K * K * K {
+        format!("{:.1} GiB", f / (K * K * K))
+    } else if f >= K * K {
+        format!("{:.0} MiB", f / (K * K))
+    } else if f >= K {
+        format!("{:.0} KiB", f / K)
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// Signed difference in MiB, for MemAvailable changes: `+598 MiB`.
+pub fn signed_mib(delta: i64) -> String {
+    format!("{:+} MiB", delta / (1024 * 1024))
+}
+
+/// `45s`, `12m`, `3h4m`, `2d3h`.
+pub fn age(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h{}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(bytes(612 * 1024 * 1024), "612 MiB");
+        assert_eq!(bytes(1288490188), "1.2 GiB");
+        assert_eq!(bytes(1000), "1000 B");
+        assert_eq!(age(59.9), "59s");
+        assert_eq!(age(3.0 * 86400.0 + 4.0 * 3600.0), "3d4h");
+        assert_eq!(signed_mib(598 * 1024 * 1024), "+598 MiB");
+        assert_eq!(signed_mib(-3 * 1024 * 1024), "-3 MiB");
+    }
+}
