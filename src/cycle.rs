@@ -82,3 +82,43 @@ pub fn assess(
         forest.refine_roles(&snap, &cfg.matcher, &idx);
     }
 }
+
+/// Judges, updates the grace book, and turns the trees to reap into orders.
+/// Trees are ordered only if a second, fresh judgement right before acting
+/// agrees (same root identity, still to be reaped); the fresh membership is used.
+pub fn plan(
+    procfs: &ProcFs,
+    cfg: &Config,
+    scope: Option<Pid>,
+    book: &mut GraceBook,
+    now: SystemTime,
+) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
+    let a = assess(procfs, cfg, scope, book, now)?;
+    let candidates: Vec<_> = a.judgements.iter().filter(|j| j.candidate).map(|j| j.root_id(&a.snapshot)).collect();
+    book.retain_candidates(candidates, now);
+    let wanted: std::collections::HashSet<_> =
+        a.judgements.iter().filter(|j| j.reap).map(|j| j.root_id(&a.snapshot)).collect();
+    if wanted.is_empty() {
+        return Ok((a, Vec::new()));
+    }
+    let fresh = assess(procfs, cfg, scope, book, SystemTime::now())?;
+    let orders = fresh
+        .judgements
+        .iter()
+        .filter(|j| j.reap && wanted.contains(&j.root_id(&fresh.snapshot)))
+        .map(|j| crate::reap::Order {
+            verdict: j.verdict,
+            reason: j.reason.clone(),
+            root: j.root_id(&fresh.snapshot),
+            root_cmd: policy::short_cmd(&fresh.snapshot.procs[j.root], 60),
+            members: j
+                .members
+                .iter()
+                .map(|&(m, _)| &fresh.snapshot.procs[m])
+                .filter(|p| !p.state.is_zombie())
+                .map(|p| p.id)
+                .collect(),
+        })
+        .collect();
+    Ok((fresh, orders))
+}

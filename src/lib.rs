@@ -16,3 +16,6 @@ pub mod report;
 pub mod ctl;
 pub mod exit;
 pub mod paths;
+pub mod reap;
+pub mod state;
+pub mod daemon;

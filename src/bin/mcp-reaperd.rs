@@ -1,1 +1,3 @@
-fn main(){}
+fn main() -> std::process::ExitCode {
+    mcp_reaper::daemon::main()
+}

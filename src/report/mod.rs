@@ -2,6 +2,7 @@
 
 pub mod human;
 pub mod json;
+pub mod log;
 
 /// `612 MiB`, `1.2 GiB`, `800 KiB`.
 pub fn bytes(n: u64) -> String {

@@ -1,0 +1,203 @@
+//! `mcp-reaperd`: one cycle (`--once`, for a timer) or the long-running daemon.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use clap::Parser;
+use serde::Serialize;
+
+use crate::config::{Config, Mode};
+use crate::ctl::{parse_pid, sources};
+use crate::cycle;
+use crate::exit;
+use crate::ids::Pid;
+use crate::policy::Verdict;
+use crate::reap::{self, Outcome};
+use crate::report::{self, log::LogTarget};
+use crate::scan::ProcFs;
+use crate::state;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "mcp-reaperd", version, about = "Reap orphaned MCP server process trees", long_about = None)]
+pub struct Args {
+    /// Run one cycle (scan, judge, terminate, report) and exit: what a systemd timer runs.
+    #[arg(long)]
+    pub once: bool,
+    /// Walk the whole decision path but send no signal (overrides `mode`).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Config file (default: /etc/mcp-reaper/config.toml for root,
+    /// ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Only consider descendants of PID, treating PID as an adopter.
+    #[arg(long, value_name = "PID", value_parser = parse_pid)]
+    pub scope: Option<Pid>,
+    /// Grace state file (overrides `daemon.state_file`).
+    #[arg(long, value_name = "PATH")]
+    pub state_file: Option<PathBuf>,
+    /// Read processes from DIR instead of /proc (tests).
+    #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
+    pub proc_root: PathBuf,
+    /// With --once: print the outcomes as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Log level: error, warn, info, debug, trace.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    pub log_level: String,
+    /// Where logs go.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub log_target: LogTarget,
+}
+
+/// Totals of one cycle.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CycleSummary {
+    pub trees_reaped: usize,
+    pub processes_reaped: usize,
+    pub escalations: usize,
+    pub failures: usize,
+    pub reclaimed_bytes: u64,
+    pub kept: std::collections::BTreeMap<&'static str, usize>,
+}
+
+impl CycleSummary {
+    pub fn new(judged: &cycle::Assessment, outcomes: &[Outcome]) -> CycleSummary {
+        let mut kept: std::collections::BTreeMap<&'static str, usize> = Default::default();
+        for j in judged.judgements.iter().filter(|j| !j.reap) {
+            *kept.entry(j.verdict.as_str()).or_default() += 1;
+        }
+        CycleSummary {
+            trees_reaped: outcomes.iter().filter(|o| o.unkillable.is_empty() && o.gone > 0).count(),
+            processes_reaped: outcomes.iter().map(|o| o.gone).sum(),
+            escalations: outcomes.iter().filter(|o| o.escalated).count(),
+            failures: outcomes.iter().filter(|o| !o.success()).count(),
+            reclaimed_bytes: outcomes.iter().map(|o| o.reclaimed.total()).sum(),
+            kept,
+        }
+    }
+
+    pub fn line(&self, dry_run: bool, planned: usize) -> String {
+        let kept: Vec<String> = Verdict::ALL
+            .iter()
+            .filter_map(|v| self.kept.get(v.as_str()).map(|n| format!("{n} {v}")))
+            .collect();
+        let kept = if kept.is_empty() { "none".to_string() } else { kept.join(", ") };
+        if dry_run {
+            format!(
+                "cycle (dry-run): would reap {planned} tree(s), estimate {}; kept {kept}",
+                report::bytes(self.reclaimed_bytes)
+            )
+        } else {
+            format!(
+                "cycle: reaped {} tree(s), {} process(es), {} escalation(s), {} failure(s), reclaimed {}; kept {kept}",
+                self.trees_reaped,
+                self.processes_reaped,
+                self.escalations,
+                self.failures,
+                report::bytes(self.reclaimed_bytes)
+            )
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct OnceJson<'a> {
+    mode: Mode,
+    outcomes: &'a [Outcome],
+    summary: &'a CycleSummary,
+}
+
+pub fn main() -> ExitCode {
+    let mut args = Args::parse();
+    let cfg = match Config::load(&sources(&args.config)) {
+        Ok(c) => c,
+        Err(errs) => {
+            for e in &errs.0 {
+                eprintln!("mcp-reaperd: {e}");
+            }
+            return ExitCode::from(exit::CONFIG);
+        }
+    };
+    if args.state_file.is_none() {
+        args.state_file = Some(crate::paths::state_file(&cfg));
+    }
+    report::log::init(&args.log_level, args.log_target, "mcp-reaperd");
+    if args.once {
+        once(&args, &cfg)
+    } else {
+        daemon_main(args, cfg)
+    }
+}
+
+pub fn mode_of(args: &Args, cfg: &Config) -> Mode {
+    if args.dry_run { Mode::DryRun } else { cfg.mode }
+}
+
+pub fn settings(cfg: &Config, dry_run: bool) -> reap::Settings {
+    reap::Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_millis(1000), dry_run }
+}
+
+fn once(args: &Args, cfg: &Config) -> ExitCode {
+    let mode = mode_of(args, cfg);
+    let state_path = args.state_file.clone().expect("set in main");
+    let (mut book, warning) = state::load(&state_path);
+    if let Some(w) = warning {
+        tracing::warn!(reaper_action = "error", "{w}");
+    }
+    let procfs = ProcFs::new(&args.proc_root);
+    let (assessment, orders) = match cycle::plan(&procfs, cfg, args.scope, &mut book, SystemTime::now()) {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::error!(reaper_action = "error", "{e}");
+            return ExitCode::from(match e {
+                cycle::AssessError::ScopeNotFound(_) => exit::USAGE,
+                cycle::AssessError::Scan(_) => exit::NOPERM,
+            });
+        }
+    };
+    // Saved before acting: a crash mid-termination keeps the grace clock.
+    let saved = state::save(&state_path, &book);
+    if let Err(e) = &saved {
+        tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
+    }
+    for j in assessment.judgements.iter().filter(|j| j.verdict == Verdict::Young) {
+        tracing::info!(
+            reaper_action = "keep",
+            reaper_verdict = "young",
+            reaper_root_pid = assessment.snapshot.procs[j.root].pid().get(),
+            reaper_reason = %j.reason,
+            "young tree root={}: {}", assessment.snapshot.procs[j.root].pid(), j.reason
+        );
+    }
+    let planned = orders.len();
+    let outcomes = reap::terminate(&procfs, orders, &settings(cfg, mode == Mode::DryRun));
+    for o in &outcomes {
+        report::log::outcome(o);
+    }
+    let summary = CycleSummary::new(&assessment, &outcomes);
+    tracing::info!(
+        reaper_action = "cycle",
+        reaper_reclaimed_bytes = summary.reclaimed_bytes,
+        "{}",
+        summary.line(mode == Mode::DryRun, planned)
+    );
+    if args.json {
+        let j = OnceJson { mode, outcomes: &outcomes, summary: &summary };
+        println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
+    }
+    match saved {
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) => {
+            ExitCode::from(exit::NOPERM)
+        }
+        Err(_) => ExitCode::from(exit::CANTCREAT),
+        Ok(()) => ExitCode::from(exit::OK),
+    }
+}
+
+fn daemon_main(args: Args, cfg: Config) -> ExitCode {
+    let _ = (args, cfg);
+    eprintln!("mcp-reaperd: the long-running daemon is not built yet; use --once");
+    ExitCode::from(exit::SOFTWARE)
+}

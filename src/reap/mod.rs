@@ -1,0 +1,490 @@
+//! Stage 4: ending trees. The reaper never decides *which* trees: it is handed
+//! member identities by the policy and only ever signals those identities (and
+//! children they fork meanwhile), always through pidfds it has re-checked.
+//!
+//! All trees of a cycle are terminated together: one SIGTERM wave, one wait on
+//! every pidfd at once, one SIGKILL wave, so ten stubborn trees cost one timeout.
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags};
+use rustix::process::Signal;
+use serde::Serialize;
+
+use crate::ids::{Identity, Pid};
+use crate::policy::Verdict;
+use crate::scan::{MemInfo, ProcFs, Snapshot};
+use crate::sys;
+
+/// A tree the policy wants gone.
+#[derive(Clone, Debug)]
+pub struct Order {
+    pub verdict: Verdict,
+    pub reason: String,
+    pub root: Identity,
+    /// The root's command line, for logs.
+    pub root_cmd: String,
+    pub members: Vec<Identity>,
+}
+
+/// How to terminate.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub term_timeout: Duration,
+    /// How long to wait after SIGKILL before calling a member unkillable.
+    pub kill_wait: Duration,
+    pub dry_run: bool,
+}
+
+/// Memory a process held before the signal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Memory {
+    pub pss_bytes: u64,
+    pub swap_bytes: u64,
+    /// Counted from RSS + VmSwap because smaps_rollup was unreadable.
+    pub estimated_from_rss: bool,
+}
+
+impl Memory {
+    pub fn total(&self) -> u64 {
+        self.pss_bytes + self.swap_bytes
+    }
+}
+
+/// What happened to one tree.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub reason: String,
+    pub root: Identity,
+    pub root_cmd: String,
+    pub dry_run: bool,
+    /// Members that were alive (non-zombie) and verified when the signals began.
+    pub members: usize,
+    /// Children forked during the termination that joined the tree.
+    pub joined: usize,
+    /// Pids dropped because their start time changed (PID reuse) or gone before the signal.
+    pub dropped: usize,
+    /// Signals sent (or, in dry-run, that would be sent first): "TERM", "KILL".
+    pub signals: Vec<&'static str>,
+    pub escalated: bool,
+    pub group_signals: usize,
+    pub member_signals: usize,
+    pub gone: usize,
+    /// Members still there after SIGKILL, with their state letter.
+    pub unkillable: Vec<(Identity, char)>,
+    /// Signal failures (permission, …) by member.
+    pub errors: Vec<String>,
+    pub took_ms: u64,
+    pub term_timeout_secs: f64,
+    /// Memory of members that are gone (in dry-run: of all members).
+    pub reclaimed: Memory,
+    pub mem_available_delta: Option<i64>,
+    pub swap_free_delta: Option<i64>,
+}
+
+impl Outcome {
+    pub fn success(&self) -> bool {
+        self.unkillable.is_empty() && self.errors.is_empty()
+    }
+
+    /// The one log line per tree.
+    pub fn line(&self) -> String {
+        let mem = format!(
+            "{} (pss {}, swap {}{})",
+            crate::report::bytes(self.reclaimed.total()),
+            crate::report::bytes(self.reclaimed.pss_bytes),
+            crate::report::bytes(self.reclaimed.swap_bytes),
+            if self.reclaimed.estimated_from_rss { ", from rss" } else { "" }
+        );
+        if self.dry_run {
+            return format!(
+                "would reap {} tree root={} ({}) members={} signals=TERM,KILL after {:.1}s if still alive \
+                 (group signals={}, member signals={}) estimate={mem}",
+                self.verdict,
+                self.root.pid,
+                self.root_cmd,
+                self.members,
+                self.term_timeout_secs,
+                self.group_signals,
+                self.member_signals
+            );
+        }
+        let mut s = format!(
+            "reaped {} tree root={} ({}) members={} signals={} took={}ms reclaimed={mem}",
+            self.verdict,
+            self.root.pid,
+            self.root_cmd,
+            self.members + self.joined,
+            self.signals.join(","),
+            self.took_ms
+        );
+        if let Some(d) = self.mem_available_delta {
+            s.push_str(&format!("; MemAvailable {}", crate::report::signed_mib(d)));
+        }
+        if !self.unkillable.is_empty() {
+            let u: Vec<String> = self.unkillable.iter().map(|(id, st)| format!("{} ({st})", id.pid)).collect();
+            s.push_str(&format!("; unkillable: {}", u.join(", ")));
+        }
+        if !self.errors.is_empty() {
+            s.push_str(&format!("; errors: {}", self.errors.join("; ")));
+        }
+        if self.dropped > 0 {
+            s.push_str(&format!("; {} pid(s) dropped (exited or reused)", self.dropped));
+        }
+        s
+    }
+}
+
+struct Target {
+    id: Identity,
+    pidfd: OwnedFd,
+    mem: Memory,
+    gone: bool,
+    /// Joined during the termination.
+    joined: bool,
+}
+
+struct Run {
+    order: Order,
+    targets: Vec<Target>,
+    dropped: usize,
+    signals: Vec<&'static str>,
+    group_signals: usize,
+    member_signals: usize,
+    errors: Vec<String>,
+    finished: Option<(Instant, Option<MemInfo>)>,
+}
+
+impl Run {
+    fn live(&self) -> impl Iterator<Item = &Target> {
+        self.targets.iter().filter(|t| !t.gone)
+    }
+}
+
+/// Ends the given trees. Never blocks longer than `term_timeout + kill_wait`
+/// plus scan time.
+pub fn terminate(procfs: &ProcFs, orders: Vec<Order>, s: &Settings) -> Vec<Outcome> {
+    let t0 = Instant::now();
+    let mem_before = procfs.meminfo();
+    let mut runs: Vec<Run> = orders.into_iter().map(|o| open_targets(procfs, o)).collect();
+    if s.dry_run {
+        // Same path up to here (pidfds opened, identities re-checked, memory
+        // read); the plan for every group is computed, nothing is sent.
+        let snap = procfs.snapshot().ok();
+        return runs
+            .into_iter()
+            .map(|mut r| {
+                let groups = snap.as_ref().map(|snap| plan_groups(&r, snap)).unwrap_or_default();
+                let in_groups = r
+                    .live()
+                    .filter(|t| {
+                        let pg = snap.as_ref().and_then(|sn| sn.get(t.id.pid)).and_then(|p| p.pgid);
+                        pg.is_some_and(|pg| groups.contains(&pg))
+                    })
+                    .count();
+                r.group_signals = groups.len();
+                r.member_signals = r.live().count() - in_groups;
+                r.signals = vec!["TERM"];
+                outcome(r, t0, mem_before, s, procfs)
+            })
+            .collect();
+    }
+    // Wave 1: SIGTERM (+SIGCONT so stopped members can act on it).
+    if let Ok(snap) = procfs.snapshot() {
+        for r in &mut runs {
+            signal_run(r, &snap, &[Signal::TERM, Signal::CONT], "TERM");
+        }
+    } else {
+        for r in &mut runs {
+            signal_members(r, &[Signal::TERM, Signal::CONT], "TERM", |_| true);
+        }
+    }
+    // One re-scan early in the wait for children forked meanwhile.
+    let rescan_at = t0 + (s.term_timeout / 2).min(Duration::from_millis(100));
+    wait(&mut runs, rescan_at, procfs);
+    if let Ok(snap) = procfs.snapshot() {
+        for r in &mut runs {
+            let added = adopt_new_children(procfs, r, &snap);
+            if added > 0 {
+                let new: HashSet<Identity> = r.targets.iter().filter(|t| t.joined && !t.gone).map(|t| t.id).collect();
+                signal_members(r, &[Signal::TERM, Signal::CONT], "TERM", |t| new.contains(&t.id));
+            }
+        }
+    }
+    wait(&mut runs, t0 + s.term_timeout, procfs);
+    // Wave 2: SIGKILL for what is left.
+    if runs.iter().any(|r| r.live().next().is_some()) {
+        if let Ok(snap) = procfs.snapshot() {
+            for r in &mut runs {
+                if r.live().next().is_none() {
+                    continue;
+                }
+                adopt_new_children(procfs, r, &snap);
+                signal_run(r, &snap, &[Signal::KILL], "KILL");
+            }
+        } else {
+            for r in &mut runs {
+                if r.live().next().is_some() {
+                    signal_members(r, &[Signal::KILL], "KILL", |_| true);
+                }
+            }
+        }
+        wait(&mut runs, Instant::now() + s.kill_wait, procfs);
+    }
+    runs.into_iter().map(|r| outcome(r, t0, mem_before, s, procfs)).collect()
+}
+
+fn open_targets(procfs: &ProcFs, order: Order) -> Run {
+    let mut run = Run {
+        targets: Vec::new(),
+        dropped: 0,
+        signals: Vec::new(),
+        group_signals: 0,
+        member_signals: 0,
+        errors: Vec::new(),
+        finished: None,
+        order,
+    };
+    for id in run.order.members.clone() {
+        match open_verified(procfs, id) {
+            Some(t) => run.targets.push(t),
+            None => run.dropped += 1,
+        }
+    }
+    run
+}
+
+/// pidfd first, then the start time: if the pid was reused before the open,
+/// the start time differs and the pidfd (of the new process) is dropped.
+fn open_verified(procfs: &ProcFs, id: Identity) -> Option<Target> {
+    let pidfd = sys::pidfd_open(id.pid).ok()?;
+    let stat = procfs.stat(id.pid)?;
+    if stat.start_time != id.start_time.0 || matches!(stat.state, b'Z' | b'X') {
+        return None;
+    }
+    let mem = match procfs.rollup(id) {
+        Some(r) => Memory { pss_bytes: r.pss_bytes, swap_bytes: r.swap_pss_bytes, estimated_from_rss: false },
+        None => {
+            let d = procfs.details(id).unwrap_or_default();
+            Memory {
+                pss_bytes: stat.rss_pages * rustix::param::page_size() as u64,
+                swap_bytes: d.swap_bytes.unwrap_or(0),
+                estimated_from_rss: true,
+            }
+        }
+    };
+    Some(Target { id, pidfd, mem, gone: false, joined: false })
+}
+
+/// Process groups that may be signalled as a whole: the leader is a live
+/// target and every non-zombie process of the group (fresh scan) is a target.
+fn plan_groups(r: &Run, snap: &Snapshot) -> HashSet<Pid> {
+    let live: HashSet<Identity> = r.live().map(|t| t.id).collect();
+    let mut groups: HashMap<Pid, bool> = HashMap::new();
+    for t in r.live() {
+        if let Some(pg) = snap.get(t.id.pid).filter(|p| p.id == t.id).and_then(|p| p.pgid) {
+            groups.insert(pg, true);
+        }
+    }
+    for p in &snap.procs {
+        if let Some(pg) = p.pgid
+            && let Some(pure) = groups.get_mut(&pg)
+            && !p.state.is_zombie()
+            && !live.contains(&p.id)
+        {
+            *pure = false;
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|&(pg, pure)| pure && live.iter().any(|id| id.pid == pg))
+        .map(|(pg, _)| pg)
+        .collect()
+}
+
+fn signal_run(r: &mut Run, snap: &Snapshot, sigs: &[Signal], name: &'static str) {
+    let groups = plan_groups(r, snap);
+    let mut covered: HashSet<Identity> = HashSet::new();
+    for &pg in &groups {
+        let Some(leader) = r.live().find(|t| t.id.pid == pg) else { continue };
+        let mut ok = true;
+        for &sig in sigs {
+            if sys::pidfd_signal_group(leader.pidfd.as_fd(), sig).is_err() {
+                ok = false; // old kernel or race: fall back to members below
+                break;
+            }
+        }
+        if ok {
+            r.group_signals += 1;
+            for t in r.live() {
+                if snap.get(t.id.pid).is_some_and(|p| p.id == t.id && p.pgid == Some(pg)) {
+                    covered.insert(t.id);
+                }
+            }
+        }
+    }
+    signal_members(r, sigs, name, |t| !covered.contains(&t.id));
+    if !r.signals.contains(&name) {
+        r.signals.push(name);
+    }
+}
+
+fn signal_members(r: &mut Run, sigs: &[Signal], name: &'static str, which: impl Fn(&Target) -> bool) {
+    let mut errors = Vec::new();
+    let mut sent = 0;
+    for t in r.targets.iter().filter(|t| !t.gone && which(t)) {
+        for &sig in sigs {
+            match sys::pidfd_signal(t.pidfd.as_fd(), sig) {
+                Ok(()) => {}
+                // Exited between the wait and now: that is success.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => break,
+                Err(e) => {
+                    errors.push(format!("SIG{name} to {}: {e}", t.id.pid));
+                    break;
+                }
+            }
+        }
+        sent += 1;
+    }
+    r.member_signals += sent;
+    r.errors.extend(errors);
+    if !r.signals.contains(&name) {
+        r.signals.push(name);
+    }
+}
+
+/// Children forked by live targets since the last scan join the tree.
+fn adopt_new_children(procfs: &ProcFs, r: &mut Run, snap: &Snapshot) -> usize {
+    let mut known: HashSet<Identity> = r.targets.iter().map(|t| t.id).collect();
+    let mut added = 0;
+    // Repeat so grandchildren of new children are found too.
+    loop {
+        let mut found = Vec::new();
+        for p in &snap.procs {
+            if known.contains(&p.id) || p.state.is_zombie() || p.kernel_thread {
+                continue;
+            }
+            let Some(parent) = p.ppid.and_then(|pp| snap.get(pp)) else { continue };
+            if known.contains(&parent.id) {
+                found.push(p.id);
+            }
+        }
+        if found.is_empty() {
+            return added;
+        }
+        for id in found {
+            known.insert(id);
+            if let Some(mut t) = open_verified(procfs, id) {
+                t.joined = true;
+                r.targets.push(t);
+                added += 1;
+            }
+        }
+    }
+}
+
+/// Waits on every live pidfd until `deadline` or until all are gone.
+fn wait(runs: &mut [Run], deadline: Instant, procfs: &ProcFs) {
+    loop {
+        finish_done(runs, procfs);
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let mut idx = Vec::new();
+        let mut fds = Vec::new();
+        for (ri, r) in runs.iter().enumerate() {
+            for (ti, t) in r.targets.iter().enumerate() {
+                if !t.gone {
+                    idx.push((ri, ti));
+                    fds.push(PollFd::new(&t.pidfd, PollFlags::IN));
+                }
+            }
+        }
+        if fds.is_empty() {
+            return;
+        }
+        let left = deadline - now;
+        let ts = rustix::fs::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
+        let ready = match rustix::event::poll(&mut fds, Some(&ts)) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => 0,
+            Err(_) => return,
+        };
+        let exited: Vec<(usize, usize)> = fds
+            .iter()
+            .zip(&idx)
+            .filter(|(f, _)| !f.revents().is_empty())
+            .map(|(_, &i)| i)
+            .collect();
+        drop(fds);
+        for (ri, ti) in exited {
+            runs[ri].targets[ti].gone = true;
+        }
+        if ready == 0 && Instant::now() >= deadline {
+            finish_done(runs, procfs);
+            return;
+        }
+    }
+}
+
+fn finish_done(runs: &mut [Run], procfs: &ProcFs) {
+    for r in runs {
+        if r.finished.is_none() && r.live().next().is_none() {
+            r.finished = Some((Instant::now(), procfs.meminfo()));
+        }
+    }
+}
+
+fn outcome(r: Run, t0: Instant, before: Option<MemInfo>, s: &Settings, procfs: &ProcFs) -> Outcome {
+    let unkillable: Vec<(Identity, char)> = if s.dry_run {
+        Vec::new()
+    } else {
+        r.live()
+            .map(|t| {
+                let state = procfs.stat(t.id.pid).filter(|st| st.start_time == t.id.start_time.0);
+                (t.id, state.map_or('?', |st| st.state as char))
+            })
+            .collect()
+    };
+    let reclaimed = r.targets.iter().filter(|t| t.gone || s.dry_run).fold(Memory::default(), |mut m, t| {
+        m.pss_bytes += t.mem.pss_bytes;
+        m.swap_bytes += t.mem.swap_bytes;
+        m.estimated_from_rss |= t.mem.estimated_from_rss;
+        m
+    });
+    let (took, after) = match r.finished {
+        Some((at, after)) if !s.dry_run => (at - t0, after),
+        _ if s.dry_run => (Duration::ZERO, None),
+        _ => (t0.elapsed(), None),
+    };
+    let delta = |f: fn(&MemInfo) -> u64| match (before, after) {
+        (Some(b), Some(a)) => Some(f(&a) as i64 - f(&b) as i64),
+        _ => None,
+    };
+    Outcome {
+        verdict: r.order.verdict,
+        reason: r.order.reason.clone(),
+        root: r.order.root,
+        root_cmd: r.order.root_cmd.clone(),
+        dry_run: s.dry_run,
+        members: r.targets.iter().filter(|t| !t.joined).count(),
+        joined: r.targets.iter().filter(|t| t.joined).count(),
+        dropped: r.dropped,
+        escalated: r.signals.contains(&"KILL"),
+        signals: r.signals,
+        group_signals: r.group_signals,
+        member_signals: r.member_signals,
+        gone: r.targets.iter().filter(|t| t.gone).count(),
+        unkillable,
+        errors: r.errors,
+        took_ms: took.as_millis() as u64,
+        term_timeout_secs: s.term_timeout.as_secs_f64(),
+        reclaimed,
+        mem_available_delta: delta(|m| m.mem_available_bytes),
+        swap_free_delta: delta(|m| m.swap_free_bytes),
+    }
+}
