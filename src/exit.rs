@@ -15,3 +15,5 @@ pub const NOPERM: u8 = 77;
 pub const CONFIG: u8 = 78;
 /// Validation found problems (`reaperctl validate`): same as a config error.
 pub const INVALID: u8 = CONFIG;
+/// Temporary failure (another instance holds the lock).
+pub const TEMPFAIL: u8 = 75;

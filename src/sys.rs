@@ -51,3 +51,12 @@ pub fn become_child_subreaper() -> io::Result<()> {
     let me = rustix::process::getpid();
     rustix::process::set_child_subreaper(Some(me)).map_err(io::Error::from)
 }
+
+/// Registers an owned fd with the tokio reactor.
+pub fn async_fd(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    // SAFETY: `register` requires the fd to stay open and refer to the same
+    // file description while registered. `OwnedFd` is moved in and owned by
+    // the `AsyncFd` until it is dropped or `into_inner` is called; nothing else
+    // can close it, and `as_raw_fd` on an `OwnedFd` always returns the same fd.
+    unsafe { tokio::io::unix::AsyncFd::register(fd) }.map_err(io::Error::from)
+}

@@ -1,5 +1,7 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
+pub mod proto;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -22,6 +24,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
 
+    /// Control socket of the daemon (default: from the config, else
+    /// /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -32,6 +39,25 @@ pub enum Command {
     Scan(ScanArgs),
     /// Check a config file; print "ok" or every problem found.
     Validate,
+    /// What the running daemon sees and has done.
+    Status {
+        /// Print the daemon's JSON status.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the daemon to reload its configuration.
+    Reload,
+    /// Ask the daemon to run a cycle now and print what it did.
+    ReapNow {
+        /// Decide and report, but signal nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the outcomes as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the daemon's counters in Prometheus text format.
+    Metrics,
 }
 
 #[derive(clap::Args, Debug)]
@@ -85,6 +111,10 @@ pub fn main() -> ExitCode {
     match &cli.command {
         Command::Validate => validate(&cli),
         Command::Scan(args) => scan(&cli, args),
+        Command::Status { json } => status(&cli, *json),
+        Command::Reload => reload(&cli),
+        Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),
+        Command::Metrics => metrics(&cli),
     }
 }
 
@@ -126,4 +156,149 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
         print!("{}", report::human::render(&a, &users, report::human::terminal_width()));
     }
     ExitCode::from(exit::OK)
+}
+
+/// Sends one request to the daemon; prints why it failed and returns the exit code.
+fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
+    let path = match &cli.socket {
+        Some(p) => p.clone(),
+        None => match Config::load(&sources(&cli.config)) {
+            Ok(cfg) => crate::paths::socket(&cfg),
+            Err(_) => crate::paths::socket(&Config::embedded()),
+        },
+    };
+    let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("reaperctl: the daemon is not running (cannot connect to {}: {e})", path.display());
+            eprintln!("hint: `reaperctl scan` audits the machine without the daemon");
+            return Err(ExitCode::from(exit::UNAVAILABLE));
+        }
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    match proto::call(&mut stream, &proto::Request { v: proto::VERSION, cmd }) {
+        Ok(r) if r.ok || r.reload.is_some() => Ok(r),
+        Ok(r) => {
+            eprintln!("reaperctl: {}", r.error.unwrap_or_else(|| "request failed".into()));
+            Err(ExitCode::from(if r.reload.is_some() { exit::CONFIG } else { exit::NOPERM }))
+        }
+        Err(e) => {
+            eprintln!("reaperctl: talking to the daemon at {}: {e}", path.display());
+            Err(ExitCode::from(exit::UNAVAILABLE))
+        }
+    }
+}
+
+const SHORT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn status(cli: &Cli, json: bool) -> ExitCode {
+    let reply = match ask(cli, proto::Command::Status, SHORT) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let Some(s) = reply.status else {
+        eprintln!("reaperctl: the daemon sent no status");
+        return ExitCode::from(exit::SOFTWARE);
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s).expect("status serializes"));
+    } else {
+        print!("{}", render_status(&s));
+    }
+    ExitCode::from(exit::OK)
+}
+
+/// The human view of `reaperctl status`.
+pub fn render_status(s: &proto::Status) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(o, "mcp-reaperd {} (pid {}), up {}", s.version, s.pid, report::age(s.uptime_secs));
+    let _ = writeln!(o, "mode:     {}", s.mode);
+    let _ = writeln!(o, "config:   {}", s.config_sources.join(", "));
+    if let Some(r) = &s.last_reload {
+        let what = if r.ok { "ok" } else { "FAILED, previous config kept" };
+        let _ = writeln!(o, "reload:   {what}{}", if r.messages.is_empty() { String::new() } else { format!(": {}", r.messages.join("; ")) });
+    }
+    let _ = writeln!(o, "events:   {} (full scan every {}s, grace {}s)", s.event_mode, s.interval_secs, s.grace_secs);
+    let _ = writeln!(
+        o,
+        "scans:    {} (last {:.1} ms over {} processes)",
+        s.scans.count, s.scans.last_duration_ms, s.scans.last_processes
+    );
+    let counts: Vec<String> = s.by_verdict.iter().filter(|(_, n)| **n > 0).map(|(v, n)| format!("{n} {v}")).collect();
+    let _ = writeln!(o, "trees:    {}", if counts.is_empty() { "none".into() } else { counts.join(", ") });
+    for t in &s.trees {
+        let left = t.grace_left_secs.map(|l| format!(" ({:.0}s left)", l.ceil())).unwrap_or_default();
+        let _ = writeln!(o, "  {:<9} {:>7} {:>8}  {}{left}\n            {}", t.verdict, t.root, report::bytes(t.memory_bytes), t.root_cmd, t.reason);
+    }
+    let t = &s.totals;
+    let _ = writeln!(
+        o,
+        "reaped:   {} tree(s), {} process(es), {} reclaimed, {} escalation(s), {} failure(s)",
+        t.trees_reaped,
+        t.processes_reaped,
+        report::bytes(t.reclaimed_bytes),
+        t.escalations,
+        t.failures
+    );
+    if !s.recent.is_empty() {
+        let _ = writeln!(o, "recent:");
+        for e in s.recent.iter().take(10) {
+            let _ = writeln!(o, "  {}", e.line);
+        }
+    }
+    if let Some(uid) = s.filtered_for_uid {
+        let _ = writeln!(o, "(showing only trees of uid {uid})");
+    }
+    o
+}
+
+fn reload(cli: &Cli) -> ExitCode {
+    match ask(cli, proto::Command::Reload, SHORT) {
+        Ok(r) => {
+            let res = r.reload.unwrap_or_default();
+            if res.ok {
+                println!("reloaded{}", if res.messages.is_empty() { ": no changes".into() } else { format!(": {}", res.messages.join("; ")) });
+                ExitCode::from(exit::OK)
+            } else {
+                for m in &res.messages {
+                    println!("{m}");
+                }
+                println!("reload failed; the daemon keeps its previous config");
+                ExitCode::from(exit::CONFIG)
+            }
+        }
+        Err(code) => code,
+    }
+}
+
+fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
+    // A cycle may wait out a term timeout: allow for the longest one.
+    match ask(cli, proto::Command::ReapNow { dry_run }, std::time::Duration::from_secs(330)) {
+        Ok(r) => {
+            let res = r.reap.unwrap_or_default();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&res).expect("result serializes"));
+            } else if res.events.is_empty() {
+                println!("nothing to reap");
+            } else {
+                for e in &res.events {
+                    println!("{}", e.line);
+                }
+            }
+            ExitCode::from(exit::OK)
+        }
+        Err(code) => code,
+    }
+}
+
+fn metrics(cli: &Cli) -> ExitCode {
+    match ask(cli, proto::Command::Metrics, SHORT) {
+        Ok(r) => {
+            print!("{}", r.metrics.unwrap_or_default());
+            ExitCode::from(exit::OK)
+        }
+        Err(code) => code,
+    }
 }

@@ -1,5 +1,10 @@
 //! `mcp-reaperd`: one cycle (`--once`, for a timer) or the long-running daemon.
 
+pub mod control;
+pub mod notify;
+pub mod run;
+pub mod watch;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -8,7 +13,8 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::config::{Config, Mode};
-use crate::ctl::{parse_pid, sources};
+use crate::ctl::parse_pid;
+pub use crate::ctl::sources;
 use crate::cycle;
 use crate::exit;
 use crate::ids::Pid;
@@ -34,6 +40,9 @@ pub struct Args {
     /// Only consider descendants of PID, treating PID as an adopter.
     #[arg(long, value_name = "PID", value_parser = parse_pid)]
     pub scope: Option<Pid>,
+    /// Control socket path (overrides `daemon.socket`).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
     /// Grace state file (overrides `daemon.state_file`).
     #[arg(long, value_name = "PATH")]
     pub state_file: Option<PathBuf>,
@@ -197,7 +206,5 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
 }
 
 fn daemon_main(args: Args, cfg: Config) -> ExitCode {
-    let _ = (args, cfg);
-    eprintln!("mcp-reaperd: the long-running daemon is not built yet; use --once");
-    ExitCode::from(exit::SOFTWARE)
+    run::main(args, cfg)
 }

@@ -100,9 +100,9 @@ pub fn name(p: &Process) -> String {
 
 /// The command line cut to `max` characters, with an ellipsis.
 pub fn short_cmd(p: &Process, max: usize) -> String {
-    let cmd = p.display_cmd();
+    let cmd = crate::report::printable(&p.display_cmd()).into_owned();
     if cmd.chars().count() <= max {
-        cmd.into_owned()
+        cmd
     } else {
         let mut s: String = cmd.chars().take(max.saturating_sub(1)).collect();
         s.push('…');

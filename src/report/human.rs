@@ -67,7 +67,7 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
         for &i in &trees {
             let t = &report.trees[i];
             let action = if t.reap { "reap" } else { "keep" };
-            let _ = writeln!(out, "  tree {} [{action}]: {}", t.root, cut(&t.reason, width, 16));
+            let _ = writeln!(out, "  tree {} [{action}]: {}", t.root, cut(&super::printable(&t.reason), width, 16));
             let _ = writeln!(out, "    {:>7} {:<9} {:>6} {:>8}  COMMAND", "PID", "USER", "AGE", "RSS+SWAP");
             let depths: Vec<usize> = t.members.iter().map(|m| m.depth).collect();
             for (k, m) in t.members.iter().enumerate() {
@@ -78,7 +78,7 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
                 let user: String = user.chars().take(9).collect();
                 let mem = if m.state == "Z" { "zombie".to_string() } else { bytes(m.rss_bytes + m.swap_bytes) };
                 let line = format!("    {:>7} {:<9} {:>6} {:>8}  ", m.pid, user, age(m.age_secs as f64), mem);
-                let cmd = format!("{}{}", branch(&depths, k), m.cmdline);
+                let cmd = format!("{}{}", branch(&depths, k), super::printable(&m.cmdline));
                 let used = line.chars().count();
                 let _ = writeln!(out, "{line}{}", cut(&cmd, width, used));
             }

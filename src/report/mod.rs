@@ -3,6 +3,19 @@
 pub mod human;
 pub mod json;
 pub mod log;
+pub mod metrics;
+
+/// Text from a process (argv, comm) made safe for a terminal or a log line:
+/// control characters (newlines, escape sequences) are shown escaped.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect::<String>()
+        .into()
+}
 
 /// `612 MiB`, `1.2 GiB`, `800 KiB`.
 pub fn bytes(n: u64) -> String {
@@ -38,6 +51,12 @@ pub fn age(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("a\nb\x1b[31m"), "a\\nb\\u{1b}[31m");
+        assert_eq!(printable("plain"), "plain");
+    }
 
     #[test]
     fn units() {

@@ -7,6 +7,7 @@
 //! to that process even if its pid is reused, so all files of one process are
 //! consistent with each other.
 
+pub mod events;
 pub mod parse;
 
 use std::collections::HashMap;

@@ -1,0 +1,161 @@
+//! The control socket: length-prefixed JSON, one request per connection.
+//! Anyone may ask for status (filtered to their own trees); only root and the
+//! daemon's own user may reload or reap. A slow, silent, huge or garbage client
+//! gets an error or a closed connection, never the daemon's attention for long.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+use super::run::{LoopRequest, Shared};
+use crate::ctl::proto::{self, Command, Reply, Request};
+
+/// Bound on concurrent clients; more get a "busy" reply.
+pub const MAX_CLIENTS: usize = 32;
+/// Whole-conversation time limit per client.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Held for the daemon's lifetime: one instance per socket path.
+pub struct Lock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+pub fn lock(socket: &Path) -> Result<Lock, String> {
+    let dir = socket.parent().unwrap_or(Path::new("/"));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = socket.with_extension("lock");
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open lock file {}: {e}", path.display()))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(|_| {
+        format!("another mcp-reaperd is already running on {} (lock {} is held)", socket.display(), path.display())
+    })?;
+    Ok(Lock { _file: file, path })
+}
+
+/// Binds the socket (we hold the lock, so a leftover file is stale).
+pub fn bind(socket: &Path) -> io::Result<UnixListener> {
+    match std::fs::remove_file(socket) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let l = UnixListener::bind(socket)?;
+    // Everyone may connect; what they may see and do is decided per peer.
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666))?;
+    Ok(l)
+}
+
+pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx: mpsc::Sender<LoopRequest>) {
+    let slots = std::sync::Arc::new(Semaphore::new(MAX_CLIENTS));
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await; // EMFILE and friends
+            continue;
+        };
+        let shared = shared.clone();
+        let loop_tx = loop_tx.clone();
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tokio::task::spawn_local(async move {
+                    let _permit = permit;
+                    let _ = tokio::time::timeout(CLIENT_TIMEOUT, client(stream, shared, loop_tx)).await;
+                });
+            }
+            Err(_) => {
+                tokio::task::spawn_local(async move {
+                    let mut stream = stream;
+                    let _ = tokio::time::timeout(
+                        Duration::from_millis(200),
+                        stream.write_all(&proto::encode(&Reply::error("busy: too many clients, try again"))),
+                    )
+                    .await;
+                });
+            }
+        }
+    }
+}
+
+async fn client(mut stream: UnixStream, shared: Rc<RefCell<Shared>>, loop_tx: mpsc::Sender<LoopRequest>) {
+    let peer = match rustix::net::sockopt::socket_peercred(&stream) {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let uid = peer.uid.as_raw();
+    let reply = match read_request(&mut stream).await {
+        Ok(req) => handle(req, uid, peer.pid.as_raw_nonzero().get(), &shared, &loop_tx).await,
+        Err(msg) => Reply::error(msg),
+    };
+    let _ = stream.write_all(&proto::encode(&reply)).await;
+    let _ = stream.shutdown().await;
+}
+
+async fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
+    let mut hdr = [0u8; 4];
+    stream.read_exact(&mut hdr).await.map_err(|e| format!("reading request: {e}"))?;
+    let n = proto::frame_len(hdr, proto::MAX_REQUEST).map_err(|e| e.to_string())?;
+    let mut body = vec![0u8; n];
+    stream.read_exact(&mut body).await.map_err(|e| format!("reading request: {e}"))?;
+    let req: Request = proto::decode(&body).map_err(|e| e.to_string())?;
+    if req.v != proto::VERSION {
+        return Err(format!("unsupported protocol version {} (this daemon speaks {})", req.v, proto::VERSION));
+    }
+    Ok(req)
+}
+
+async fn handle(req: Request, uid: u32, pid: i32, shared: &Rc<RefCell<Shared>>, loop_tx: &mpsc::Sender<LoopRequest>) -> Reply {
+    let privileged = uid == 0 || uid == shared.borrow().self_uid;
+    match req.cmd {
+        Command::Status => Reply { status: Some(shared.borrow().status(uid)), ..Reply::ok() },
+        Command::Metrics => Reply { metrics: Some(crate::report::metrics::render(&shared.borrow().status(0))), ..Reply::ok() },
+        Command::Reload | Command::ReapNow { .. } if !privileged => {
+            tracing::warn!(
+                reaper_action = "error",
+                "refused {:?} from uid {uid} (pid {pid}): only root and the daemon's user may do that",
+                req.cmd
+            );
+            Reply::error("permission denied: only root and the daemon's own user may reload or reap")
+        }
+        Command::Reload => {
+            let (tx, rx) = oneshot::channel();
+            if loop_tx.send(LoopRequest::Reload(tx)).await.is_err() {
+                return Reply::error("daemon is shutting down");
+            }
+            match rx.await {
+                Ok(r) => Reply { ok: r.ok, reload: Some(r), ..Reply::ok() },
+                Err(_) => Reply::error("daemon is shutting down"),
+            }
+        }
+        Command::ReapNow { dry_run } => {
+            let (tx, rx) = oneshot::channel();
+            if loop_tx.send(LoopRequest::ReapNow { dry_run, reply: tx }).await.is_err() {
+                return Reply::error("daemon is shutting down");
+            }
+            match rx.await {
+                Ok(r) => Reply { reap: Some(r), ..Reply::ok() },
+                Err(_) => Reply::error("daemon is shutting down"),
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Process events from the kernel's netlink proc connector (fork, exec, exit).
+//! Needs CAP_NET_ADMIN; without it the daemon watches hosts with pidfds.
+
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use rustix::net::netlink::{self, SocketAddrNetlink};
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
+
+use crate::ids::Pid;
+
+const NLMSG_HDRLEN: usize = 16;
+const CN_MSG_LEN: usize = 20;
+const NLMSG_DONE: u16 = 3;
+const NLMSG_ERROR: u16 = 2;
+const CN_IDX_PROC: u32 = 1;
+const CN_VAL_PROC: u32 = 1;
+const PROC_CN_MCAST_LISTEN: u32 = 1;
+const PROC_EVENT_FORK: u32 = 0x0000_0001;
+const PROC_EVENT_EXEC: u32 = 0x0000_0002;
+const PROC_EVENT_EXIT: u32 = 0x8000_0000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcEvent {
+    /// A new process (not thread) was forked.
+    Fork { parent: Pid, child: Pid },
+    /// A process replaced its image: cached argv is stale.
+    Exec { pid: Pid },
+    /// A process (thread group leader) exited.
+    Exit { pid: Pid },
+}
+
+/// The proc connector: a subscribed, non-blocking netlink socket.
+pub struct Connector;
+
+/// Result of draining the socket.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub events: Vec<ProcEvent>,
+    /// The kernel dropped events (ENOBUFS): a full rescan is needed.
+    pub lost: bool,
+}
+
+impl Connector {
+    /// Opens and subscribes; the fd is what to wait on and pass to [`Connector::drain`].
+    pub fn open() -> io::Result<OwnedFd> {
+        let fd = rustix::net::socket_with(
+            AddressFamily::NETLINK,
+            SocketType::DGRAM,
+            SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+            Some(netlink::CONNECTOR),
+        )?;
+        rustix::net::bind(&fd, &SocketAddrNetlink::new(0, CN_IDX_PROC))?;
+        // A larger buffer rides out fork storms (best effort).
+        let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 4 << 20);
+        let msg = listen_message(rustix::process::getpid().as_raw_nonzero().get() as u32);
+        rustix::net::sendto(&fd, &msg, SendFlags::empty(), &SocketAddrNetlink::new(0, 0))?;
+        Ok(fd)
+    }
+
+    /// Reads everything queued now. `WouldBlock` is not an error: it ends the batch.
+    pub fn drain(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Batch> {
+        let mut batch = Batch::default();
+        loop {
+            match rustix::net::recv(fd, &mut *buf, RecvFlags::empty()) {
+                Ok((n, _)) => parse(&buf[..n.min(buf.len())], &mut batch.events),
+                Err(rustix::io::Errno::AGAIN) => return Ok(batch),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::NOBUFS) => batch.lost = true,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+fn listen_message(port: u32) -> Vec<u8> {
+    let total = NLMSG_HDRLEN + CN_MSG_LEN + 4;
+    let mut m = Vec::with_capacity(total);
+    m.extend_from_slice(&(total as u32).to_ne_bytes());
+    m.extend_from_slice(&NLMSG_DONE.to_ne_bytes());
+    m.extend_from_slice(&0u16.to_ne_bytes()); // flags
+    m.extend_from_slice(&0u32.to_ne_bytes()); // seq
+    m.extend_from_slice(&port.to_ne_bytes());
+    m.extend_from_slice(&CN_IDX_PROC.to_ne_bytes());
+    m.extend_from_slice(&CN_VAL_PROC.to_ne_bytes());
+    m.extend_from_slice(&0u32.to_ne_bytes()); // seq
+    m.extend_from_slice(&0u32.to_ne_bytes()); // ack
+    m.extend_from_slice(&4u16.to_ne_bytes()); // len
+    m.extend_from_slice(&0u16.to_ne_bytes()); // flags
+    m.extend_from_slice(&PROC_CN_MCAST_LISTEN.to_ne_bytes());
+    m
+}
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    b.get(off..off + 4).map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    b.get(off..off + 2).map(|s| u16::from_ne_bytes([s[0], s[1]]))
+}
+
+/// Parses one datagram (one or more netlink messages). Never panics: the
+/// kernel is trusted, but the parser is also fuzzed.
+pub fn parse(buf: &[u8], out: &mut Vec<ProcEvent>) {
+    let mut off = 0;
+    while off + NLMSG_HDRLEN <= buf.len() {
+        let Some(len) = u32_at(buf, off).map(|l| l as usize) else { return };
+        let Some(ty) = u16_at(buf, off + 4) else { return };
+        if len < NLMSG_HDRLEN || off + len > buf.len() {
+            return;
+        }
+        if ty != NLMSG_ERROR {
+            parse_cn(&buf[off + NLMSG_HDRLEN..off + len], out);
+        }
+        off += (len + 3) & !3; // NLMSG_ALIGN
+    }
+}
+
+fn parse_cn(b: &[u8], out: &mut Vec<ProcEvent>) {
+    if u32_at(b, 0) != Some(CN_IDX_PROC) || u32_at(b, 4) != Some(CN_VAL_PROC) {
+        return;
+    }
+    let Some(data_len) = u16_at(b, 16).map(usize::from) else { return };
+    let Some(ev) = b.get(CN_MSG_LEN..CN_MSG_LEN + data_len) else { return };
+    let Some(what) = u32_at(ev, 0) else { return };
+    let d = 16; // what, cpu, timestamp_ns
+    let pid = |off: usize| u32_at(ev, d + off).and_then(|v| Pid::new(v as i32));
+    match what {
+        PROC_EVENT_FORK => {
+            // Threads share the tgid: only new processes matter.
+            if let (Some(parent), Some(child), Some(child_pid)) = (pid(4), pid(12), pid(8))
+                && child == child_pid
+            {
+                out.push(ProcEvent::Fork { parent, child });
+            }
+        }
+        PROC_EVENT_EXEC => {
+            if let Some(p) = pid(4) {
+                out.push(ProcEvent::Exec { pid: p });
+            }
+        }
+        PROC_EVENT_EXIT => {
+            if let (Some(p), Some(tgid)) = (pid(0), pid(4))
+                && p == tgid
+            {
+                out.push(ProcEvent::Exit { pid: p });
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(what: u32, fields: &[u32]) -> Vec<u8> {
+        let mut ev = Vec::new();
+        ev.extend_from_slice(&what.to_ne_bytes());
+        ev.extend_from_slice(&0u32.to_ne_bytes());
+        ev.extend_from_slice(&0u64.to_ne_bytes());
+        for f in fields {
+            ev.extend_from_slice(&f.to_ne_bytes());
+        }
+        let mut m = listen_message(0);
+        m.truncate(NLMSG_HDRLEN + CN_MSG_LEN);
+        m[16 + 16..16 + 18].copy_from_slice(&(ev.len() as u16).to_ne_bytes());
+        m.extend_from_slice(&ev);
+        let len = m.len() as u32;
+        m[0..4].copy_from_slice(&len.to_ne_bytes());
+        m
+    }
+
+    #[test]
+    fn parses_fork_exec_exit_and_skips_threads() {
+        let mut out = Vec::new();
+        let mut buf = msg(PROC_EVENT_FORK, &[10, 10, 11, 11]);
+        buf.extend(msg(PROC_EVENT_FORK, &[10, 10, 12, 11])); // a thread of 11
+        buf.extend(msg(PROC_EVENT_EXEC, &[11, 11]));
+        buf.extend(msg(PROC_EVENT_EXIT, &[12, 11, 0, 17, 10, 10])); // thread exit
+        buf.extend(msg(PROC_EVENT_EXIT, &[11, 11, 0, 17, 10, 10]));
+        parse(&buf, &mut out);
+        let p = |n| Pid::new(n).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                ProcEvent::Fork { parent: p(10), child: p(11) },
+                ProcEvent::Exec { pid: p(11) },
+                ProcEvent::Exit { pid: p(11) }
+            ]
+        );
+    }
+
+    #[test]
+    fn truncated_or_garbage_input_is_ignored() {
+        let full = msg(PROC_EVENT_EXIT, &[11, 11, 0, 17, 10, 10]);
+        for cut in 0..full.len() {
+            let mut out = Vec::new();
+            parse(&full[..cut], &mut out);
+            assert!(out.is_empty(), "cut at {cut}");
+        }
+        let mut out = Vec::new();
+        parse(&[0xff; 64], &mut out);
+        assert!(out.is_empty());
+    }
+}
