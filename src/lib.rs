@@ -6,16 +6,16 @@
 //! Only `scan` reads the system and only `reap` (through `sys`) changes it.
 
 pub mod config;
-pub mod ids;
-pub mod scan;
-pub mod sys;
-pub mod policy;
-pub mod tree;
-pub mod cycle;
-pub mod report;
 pub mod ctl;
-pub mod exit;
-pub mod paths;
-pub mod reap;
-pub mod state;
+pub mod cycle;
 pub mod daemon;
+pub mod exit;
+pub mod ids;
+pub mod paths;
+pub mod policy;
+pub mod reap;
+pub mod report;
+pub mod scan;
+pub mod state;
+pub mod sys;
+pub mod tree;

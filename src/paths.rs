@@ -21,10 +21,12 @@ pub fn socket(cfg: &Config) -> PathBuf {
     }
 }
 
+/// `$XDG_RUNTIME_DIR`, else a per-user directory under the temp dir (a
+/// session without systemd-logind has no runtime dir).
 fn runtime_dir() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         Some(p) if p.is_absolute() => p,
-        _ => PathBuf::from(format!("/run/user/{}", rustix::process::getuid().as_raw())),
+        _ => std::env::temp_dir().join(format!("mcp-reaper-{}", rustix::process::getuid().as_raw())),
     }
 }
 

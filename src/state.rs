@@ -13,10 +13,14 @@ pub fn load(path: &Path) -> (GraceBook, Option<String>) {
     match std::fs::read_to_string(path) {
         Ok(text) => match GraceBook::from_json(&text) {
             Ok(b) => (b, None),
-            Err(e) => (GraceBook::default(), Some(format!("state file {} is corrupt ({e}); starting empty", path.display()))),
+            Err(e) => {
+                (GraceBook::default(), Some(format!("state file {} is corrupt ({e}); starting empty", path.display())))
+            }
         },
         Err(e) if e.kind() == io::ErrorKind::NotFound => (GraceBook::default(), None),
-        Err(e) => (GraceBook::default(), Some(format!("cannot read state file {}: {e}; starting empty", path.display()))),
+        Err(e) => {
+            (GraceBook::default(), Some(format!("cannot read state file {}: {e}; starting empty", path.display())))
+        }
     }
 }
 
@@ -53,7 +57,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mcp-reaper-state-{}", std::process::id()));
         let path = dir.join("sub/state.json");
         let mut b = GraceBook::default();
-        b.insert(Identity { pid: Pid::new(42).unwrap(), start_time: StartTime(7) }, UNIX_EPOCH + Duration::from_secs(5));
+        b.insert(
+            Identity { pid: Pid::new(42).unwrap(), start_time: StartTime(7) },
+            UNIX_EPOCH + Duration::from_secs(5),
+        );
         save(&path, &b).unwrap();
         assert_eq!(load(&path), (b, None));
         std::fs::write(&path, "{not json").unwrap();

@@ -290,7 +290,17 @@ impl Config {
                 }
             )*};
         }
-        cmp!(mode, interval_secs, grace_secs, term_timeout_secs, reap_stale_hosts, min_uid, socket, state_file, metrics_textfile);
+        cmp!(
+            mode,
+            interval_secs,
+            grace_secs,
+            term_timeout_secs,
+            reap_stale_hosts,
+            min_uid,
+            socket,
+            state_file,
+            metrics_textfile
+        );
         let (a, b) = (&self.patterns, &new.patterns);
         for (name, x, y) in [
             ("patterns.hosts", &a.hosts, &b.hosts),
@@ -326,8 +336,11 @@ fn file_error(file: &str, message: String) -> ConfigError {
 
 /// Byte offset → 1-based (line, column in characters).
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..text.floor_char_boundary(offset)];
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
@@ -390,7 +403,11 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
             if secs.is_finite() && (0.05..=300.0).contains(&secs) {
                 draft.term_timeout_secs = Some(secs);
             } else {
-                l.err(t.span(), "reaper.term_timeout_secs".into(), format!("must be between 0.05 and 300 (got {secs})"));
+                l.err(
+                    t.span(),
+                    "reaper.term_timeout_secs".into(),
+                    format!("must be between 0.05 and 300 (got {secs})"),
+                );
             }
         }
         if let Some(b) = r.reap_stale_hosts {
@@ -481,7 +498,8 @@ mod tests {
 
     #[test]
     fn user_file_overrides_only_its_keys() {
-        let c = Config::from_str_with_default("u.toml", "[reaper]\ngrace_secs = 5\n[patterns]\nprotect = ['x']\n").unwrap();
+        let c =
+            Config::from_str_with_default("u.toml", "[reaper]\ngrace_secs = 5\n[patterns]\nprotect = ['x']\n").unwrap();
         assert_eq!(c.grace_secs, 5);
         assert_eq!(c.interval_secs, 10);
         assert_eq!(c.patterns.protect, vec!["x".to_string()]);

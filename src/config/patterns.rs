@@ -198,7 +198,17 @@ mod tests {
 
     #[test]
     fn default_others_and_adopters() {
-        for cmd in ["-bash", "bash", "/bin/zsh -l", "vim notes-mcp.md", "node server.js", "tmux", "chromium --type=renderer", "npm install", "claudette"] {
+        for cmd in [
+            "-bash",
+            "bash",
+            "/bin/zsh -l",
+            "vim notes-mcp.md",
+            "node server.js",
+            "tmux",
+            "chromium --type=renderer",
+            "npm install",
+            "claudette",
+        ] {
             assert_eq!(role(cmd), Role::Other, "{cmd}");
         }
         assert_eq!(role("/usr/lib/systemd/systemd --user"), Role::Adopter);

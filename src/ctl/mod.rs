@@ -21,6 +21,7 @@ use crate::scan::ProcFs;
 pub struct Cli {
     /// Config file (default: /etc/mcp-reaper/config.toml for root,
     /// ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it).
+    /// `-` means the embedded default alone.
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
 
@@ -79,6 +80,7 @@ pub fn parse_pid(s: &str) -> Result<Pid, String> {
 
 pub fn sources(config: &Option<PathBuf>) -> Sources {
     match config {
+        Some(p) if p.as_os_str() == "-" => Sources::embedded_only(),
         Some(p) => Sources::explicit(p),
         None => Sources::default_location(),
     }
@@ -145,7 +147,11 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!("reaperctl: {e}");
-            return ExitCode::from(if matches!(e, cycle::AssessError::ScopeNotFound(_)) { exit::USAGE } else { exit::SOFTWARE });
+            return ExitCode::from(if matches!(e, cycle::AssessError::ScopeNotFound(_)) {
+                exit::USAGE
+            } else {
+                exit::SOFTWARE
+            });
         }
     };
     if args.json {
@@ -218,7 +224,11 @@ pub fn render_status(s: &proto::Status) -> String {
     let _ = writeln!(o, "config:   {}", s.config_sources.join(", "));
     if let Some(r) = &s.last_reload {
         let what = if r.ok { "ok" } else { "FAILED, previous config kept" };
-        let _ = writeln!(o, "reload:   {what}{}", if r.messages.is_empty() { String::new() } else { format!(": {}", r.messages.join("; ")) });
+        let _ = writeln!(
+            o,
+            "reload:   {what}{}",
+            if r.messages.is_empty() { String::new() } else { format!(": {}", r.messages.join("; ")) }
+        );
     }
     let _ = writeln!(o, "events:   {} (full scan every {}s, grace {}s)", s.event_mode, s.interval_secs, s.grace_secs);
     let _ = writeln!(
@@ -230,7 +240,15 @@ pub fn render_status(s: &proto::Status) -> String {
     let _ = writeln!(o, "trees:    {}", if counts.is_empty() { "none".into() } else { counts.join(", ") });
     for t in &s.trees {
         let left = t.grace_left_secs.map(|l| format!(" ({:.0}s left)", l.ceil())).unwrap_or_default();
-        let _ = writeln!(o, "  {:<9} {:>7} {:>8}  {}{left}\n            {}", t.verdict, t.root, report::bytes(t.memory_bytes), t.root_cmd, t.reason);
+        let _ = writeln!(
+            o,
+            "  {:<9} {:>7} {:>8}  {}{left}\n            {}",
+            t.verdict,
+            t.root,
+            report::bytes(t.memory_bytes),
+            t.root_cmd,
+            t.reason
+        );
     }
     let t = &s.totals;
     let _ = writeln!(
@@ -259,7 +277,14 @@ fn reload(cli: &Cli) -> ExitCode {
         Ok(r) => {
             let res = r.reload.unwrap_or_default();
             if res.ok {
-                println!("reloaded{}", if res.messages.is_empty() { ": no changes".into() } else { format!(": {}", res.messages.join("; ")) });
+                println!(
+                    "reloaded{}",
+                    if res.messages.is_empty() {
+                        ": no changes".into()
+                    } else {
+                        format!(": {}", res.messages.join("; "))
+                    }
+                );
                 ExitCode::from(exit::OK)
             } else {
                 for m in &res.messages {

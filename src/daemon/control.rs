@@ -124,11 +124,19 @@ async fn read_request(stream: &mut UnixStream) -> Result<Request, String> {
     Ok(req)
 }
 
-async fn handle(req: Request, uid: u32, pid: i32, shared: &Rc<RefCell<Shared>>, loop_tx: &mpsc::Sender<LoopRequest>) -> Reply {
+async fn handle(
+    req: Request,
+    uid: u32,
+    pid: i32,
+    shared: &Rc<RefCell<Shared>>,
+    loop_tx: &mpsc::Sender<LoopRequest>,
+) -> Reply {
     let privileged = uid == 0 || uid == shared.borrow().self_uid;
     match req.cmd {
         Command::Status => Reply { status: Some(shared.borrow().status(uid)), ..Reply::ok() },
-        Command::Metrics => Reply { metrics: Some(crate::report::metrics::render(&shared.borrow().status(0))), ..Reply::ok() },
+        Command::Metrics => {
+            Reply { metrics: Some(crate::report::metrics::render(&shared.borrow().status(0))), ..Reply::ok() }
+        }
         Command::Reload | Command::ReapNow { .. } if !privileged => {
             tracing::warn!(
                 reaper_action = "error",

@@ -35,6 +35,7 @@ pub struct Args {
     pub dry_run: bool,
     /// Config file (default: /etc/mcp-reaper/config.toml for root,
     /// ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it).
+    /// `-` means the embedded default alone.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// Only consider descendants of PID, treating PID as an adopter.
@@ -88,10 +89,8 @@ impl CycleSummary {
     }
 
     pub fn line(&self, dry_run: bool, planned: usize) -> String {
-        let kept: Vec<String> = Verdict::ALL
-            .iter()
-            .filter_map(|v| self.kept.get(v.as_str()).map(|n| format!("{n} {v}")))
-            .collect();
+        let kept: Vec<String> =
+            Verdict::ALL.iter().filter_map(|v| self.kept.get(v.as_str()).map(|n| format!("{n} {v}"))).collect();
         let kept = if kept.is_empty() { "none".to_string() } else { kept.join(", ") };
         if dry_run {
             format!(
@@ -133,11 +132,7 @@ pub fn main() -> ExitCode {
         args.state_file = Some(crate::paths::state_file(&cfg));
     }
     report::log::init(&args.log_level, args.log_target, "mcp-reaperd");
-    if args.once {
-        once(&args, &cfg)
-    } else {
-        daemon_main(args, cfg)
-    }
+    if args.once { once(&args, &cfg) } else { daemon_main(args, cfg) }
 }
 
 pub fn mode_of(args: &Args, cfg: &Config) -> Mode {

@@ -356,9 +356,16 @@ impl Daemon {
             }
             Err(errs) => {
                 for e in &errs.0 {
-                    tracing::error!(reaper_action = "error", "config reload ({why}) failed, keeping the previous config: {e}");
+                    tracing::error!(
+                        reaper_action = "error",
+                        "config reload ({why}) failed, keeping the previous config: {e}"
+                    );
                 }
-                ReloadResult { at_unix: unix_now(), ok: false, messages: errs.0.iter().map(|e| e.to_string()).collect() }
+                ReloadResult {
+                    at_unix: unix_now(),
+                    ok: false,
+                    messages: errs.0.iter().map(|e| e.to_string()).collect(),
+                }
             }
         };
         self.shared.borrow_mut().last_reload = Some(result.clone());
@@ -516,7 +523,8 @@ impl Daemon {
     fn rewatch(&mut self, a: &Assessment) {
         let snap = &a.snapshot;
         let mut want = HashSet::new();
-        for j in a.judgements.iter().filter(|j| matches!(j.verdict, Verdict::Live | Verdict::Foreign | Verdict::Stale)) {
+        for j in a.judgements.iter().filter(|j| matches!(j.verdict, Verdict::Live | Verdict::Foreign | Verdict::Stale))
+        {
             want.extend(j.owner.map(|o| snap.procs[o].pid()));
             want.extend(j.host.map(|h| snap.procs[h].pid()));
         }

@@ -169,12 +169,16 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
     for &(m, _) in &shape.members {
         if let Some(pi) = forest.roles[m].protect {
             j.verdict = Verdict::Protected;
-            j.reason = format!("member {} matches protect pattern '{}'", name(&snap.procs[m]), cfg.matcher.protect_text(pi));
+            j.reason =
+                format!("member {} matches protect pattern '{}'", name(&snap.procs[m]), cfg.matcher.protect_text(pi));
             return j;
         }
     }
     let Some(owner) = owner else {
-        j.reason = format!("parent pid {:?} of the root was not readable during the scan", snap.procs[root].ppid.map(Pid::get));
+        j.reason = format!(
+            "parent pid {:?} of the root was not readable during the scan",
+            snap.procs[root].ppid.map(Pid::get)
+        );
         return j;
     };
     if let Some(how) = adopter(snap, forest, owner) {

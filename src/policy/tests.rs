@@ -333,7 +333,11 @@ fn pid1_is_never_a_member() {
     // A server configured to match init's command line still can't make PID 1 a target.
     let w = World::new().cfg("[reaper]\ngrace_secs = 0\n[patterns]\nservers = ['^/sbin/init']\n");
     let (snap, js) = w.judge();
-    assert!(js.iter().all(|j| !j.reap), "{:?}", js.iter().map(|j| (&j.reason, snap.procs[j.root].pid())).collect::<Vec<_>>());
+    assert!(
+        js.iter().all(|j| !j.reap),
+        "{:?}",
+        js.iter().map(|j| (&j.reason, snap.procs[j.root].pid())).collect::<Vec<_>>()
+    );
 }
 
 #[test]

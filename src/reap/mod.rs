@@ -298,11 +298,7 @@ fn plan_groups(r: &Run, snap: &Snapshot) -> HashSet<Pid> {
             *pure = false;
         }
     }
-    groups
-        .into_iter()
-        .filter(|&(pg, pure)| pure && live.iter().any(|id| id.pid == pg))
-        .map(|(pg, _)| pg)
-        .collect()
+    groups.into_iter().filter(|&(pg, pure)| pure && live.iter().any(|id| id.pid == pg)).map(|(pg, _)| pg).collect()
 }
 
 fn signal_run(r: &mut Run, snap: &Snapshot, sigs: &[Signal], name: &'static str) {
@@ -414,12 +410,8 @@ fn wait(runs: &mut [Run], deadline: Instant, procfs: &ProcFs) {
             Err(rustix::io::Errno::INTR) => 0,
             Err(_) => return,
         };
-        let exited: Vec<(usize, usize)> = fds
-            .iter()
-            .zip(&idx)
-            .filter(|(f, _)| !f.revents().is_empty())
-            .map(|(_, &i)| i)
-            .collect();
+        let exited: Vec<(usize, usize)> =
+            fds.iter().zip(&idx).filter(|(f, _)| !f.revents().is_empty()).map(|(_, &i)| i).collect();
         drop(fds);
         for (ri, ti) in exited {
             runs[ri].targets[ti].gone = true;

@@ -90,13 +90,8 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
         .iter()
         .filter_map(|v| s.by_verdict.get(v.as_str()).filter(|&&n| n > 0).map(|n| format!("{n} {v}")))
         .collect();
-    let _ = write!(
-        out,
-        "{} tree{} among {} processes",
-        s.trees,
-        if s.trees == 1 { "" } else { "s" },
-        s.processes_scanned
-    );
+    let _ =
+        write!(out, "{} tree{} among {} processes", s.trees, if s.trees == 1 { "" } else { "s" }, s.processes_scanned);
     if !counts.is_empty() {
         let _ = write!(out, " ({})", counts.join(", "));
     }

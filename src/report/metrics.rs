@@ -19,7 +19,10 @@ pub fn render(s: &Status) -> String {
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
     }
-    let _ = writeln!(o, "# HELP mcp_reaper_trees Server trees seen in the last scan, by verdict.\n# TYPE mcp_reaper_trees gauge");
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_trees Server trees seen in the last scan, by verdict.\n# TYPE mcp_reaper_trees gauge"
+    );
     for v in Verdict::ALL {
         let n = s.by_verdict.get(v.as_str()).copied().unwrap_or(0);
         let _ = writeln!(o, "mcp_reaper_trees{{verdict=\"{}\"}} {n}", v.as_str());
@@ -46,7 +49,11 @@ pub fn render(s: &Status) -> String {
 /// as the textfile collector requires.
 pub fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("metrics"), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("metrics"),
+        std::process::id()
+    ));
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);

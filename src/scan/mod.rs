@@ -106,11 +106,7 @@ impl Process {
 
     /// What to show and match: the command line, or `[comm]` like ps does.
     pub fn display_cmd(&self) -> std::borrow::Cow<'_, str> {
-        if self.cmdline.is_empty() {
-            format!("[{}]", self.comm).into()
-        } else {
-            self.cmdline.as_str().into()
-        }
+        if self.cmdline.is_empty() { format!("[{}]", self.comm).into() } else { self.cmdline.as_str().into() }
     }
 
     pub fn uid(&self) -> Option<Uid> {
@@ -218,8 +214,8 @@ impl ProcFs {
 
     /// Reads every process. Processes that vanish mid-read are skipped silently.
     pub fn snapshot(&self) -> Result<Snapshot, ScanError> {
-        let dir = std::fs::read_dir(&self.root)
-            .map_err(|source| ScanError::ReadDir { path: self.root.clone(), source })?;
+        let dir =
+            std::fs::read_dir(&self.root).map_err(|source| ScanError::ReadDir { path: self.root.clone(), source })?;
         let mut procs = Vec::with_capacity(512);
         let mut buf = Vec::with_capacity(4096);
         for entry in dir {
@@ -335,9 +331,7 @@ impl ProcFs {
     }
 
     fn context(&self) -> Context {
-        let self_pid = std::fs::read_link(self.root.join("self"))
-            .ok()
-            .and_then(|p| p.to_str().and_then(Pid::parse));
+        let self_pid = std::fs::read_link(self.root.join("self")).ok().and_then(|p| p.to_str().and_then(Pid::parse));
         let mut ctx = Context {
             self_pid,
             clk_tck: rustix::param::clock_ticks_per_second(),
@@ -349,9 +343,8 @@ impl ProcFs {
         };
         if let Some(pid) = self_pid {
             let self_dir = self.root.join(pid.to_string());
-            ctx.self_pidns = std::fs::read_link(self_dir.join("ns/pid"))
-                .ok()
-                .and_then(|p| p.to_str().and_then(parse_ns_inode));
+            ctx.self_pidns =
+                std::fs::read_link(self_dir.join("ns/pid")).ok().and_then(|p| p.to_str().and_then(parse_ns_inode));
             if let Ok(b) = std::fs::read(self_dir.join("status")) {
                 let s = parse::parse_status(&b);
                 ctx.self_nspid_depth = s.nspid_depth;
@@ -370,8 +363,8 @@ fn parse_ns_inode(s: &str) -> Option<u64> {
 /// Reads a whole file below a `/proc/PID` dirfd into `buf`.
 fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail> {
     buf.clear();
-    let fd = rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(classify)?;
+    let fd =
+        rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(classify)?;
     let mut chunk = [0u8; 4096];
     loop {
         match rustix::io::read(&fd, &mut chunk) {

@@ -51,9 +51,7 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     }
     let pid = parse_num::<i32>(trim_ascii(&buf[..open])).ok_or(bad("stat: pid"))?;
     let comm = String::from_utf8_lossy(&buf[open + 1..close]).into_owned();
-    let mut rest = buf[close + 1..]
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|f| !f.is_empty());
+    let mut rest = buf[close + 1..].split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty());
     // After the comm, field 3 (state) is index 0.
     let mut field = |n: usize| -> Option<&[u8]> {
         // `n` counts from field 3; callers ask in increasing order.
@@ -69,19 +67,7 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     let num_threads = num::<i64>(field(10), "stat: num_threads")?; // fields 10..19 skipped
     let start_time = num::<u64>(field(1), "stat: starttime")?; // skip itrealvalue
     let rss_pages = num::<i64>(field(1), "stat: rss")?.max(0) as u64; // skip vsize
-    Ok(Stat {
-        pid,
-        comm,
-        state,
-        ppid,
-        pgrp,
-        session,
-        tty_nr,
-        flags,
-        num_threads,
-        start_time,
-        rss_pages,
-    })
+    Ok(Stat { pid, comm, state, ppid, pgrp, session, tty_nr, flags, num_threads, start_time, rss_pages })
 }
 
 fn num<T: std::str::FromStr>(f: Option<&[u8]>, what: &'static str) -> Result<T, ParseError> {
@@ -121,9 +107,7 @@ pub fn parse_status(buf: &[u8]) -> Status {
             b"Uid" => s.real_uid = first_num(val),
             b"VmSwap" => s.vm_swap_bytes = kib(val),
             b"VmRSS" => s.vm_rss_bytes = kib(val),
-            b"NSpid" => {
-                s.nspid_depth = Some(val.split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty()).count())
-            }
+            b"NSpid" => s.nspid_depth = Some(val.split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty()).count()),
             _ => {}
         }
     }
@@ -131,9 +115,7 @@ pub fn parse_status(buf: &[u8]) -> Status {
 }
 
 fn first_num<T: std::str::FromStr>(val: &[u8]) -> Option<T> {
-    val.split(|b| b.is_ascii_whitespace())
-        .find(|f| !f.is_empty())
-        .and_then(parse_num)
+    val.split(|b| b.is_ascii_whitespace()).find(|f| !f.is_empty()).and_then(parse_num)
 }
 
 /// `"   1234 kB"` → bytes.
@@ -158,10 +140,7 @@ pub fn parse_smaps_rollup(buf: &[u8]) -> Option<Rollup> {
             swap_pss = kib(v);
         }
     }
-    Some(Rollup {
-        pss_bytes: pss?,
-        swap_pss_bytes: swap_pss.unwrap_or(0),
-    })
+    Some(Rollup { pss_bytes: pss?, swap_pss_bytes: swap_pss.unwrap_or(0) })
 }
 
 /// System-wide figures from `/proc/meminfo`.
@@ -241,7 +220,9 @@ mod tests {
 
     #[test]
     fn status_fields() {
-        let s = parse_status(b"Name:\tnode\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t812\t1\nVmRSS:\t  2048 kB\nVmSwap:\t  4 kB\n");
+        let s = parse_status(
+            b"Name:\tnode\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t812\t1\nVmRSS:\t  2048 kB\nVmSwap:\t  4 kB\n",
+        );
         assert_eq!(s.real_uid, Some(1000));
         assert_eq!(s.vm_swap_bytes, Some(4096));
         assert_eq!(s.vm_rss_bytes, Some(2048 * 1024));
@@ -251,7 +232,8 @@ mod tests {
 
     #[test]
     fn rollup_and_meminfo() {
-        let r = parse_smaps_rollup(b"55d0-7ff [rollup]\nRss: 100 kB\nPss: 80 kB\nSwap: 10 kB\nSwapPss: 6 kB\n").unwrap();
+        let r =
+            parse_smaps_rollup(b"55d0-7ff [rollup]\nRss: 100 kB\nPss: 80 kB\nSwap: 10 kB\nSwapPss: 6 kB\n").unwrap();
         assert_eq!(r, Rollup { pss_bytes: 80 * 1024, swap_pss_bytes: 6 * 1024 });
         assert_eq!(parse_smaps_rollup(b""), None);
         let m = parse_meminfo(b"MemTotal: 10 kB\nMemAvailable:  7 kB\nSwapFree: 3 kB\n");
