@@ -64,8 +64,11 @@ fn main() {
         let mut c = spawn("exec sleep 600");
         let pid = Pid::new(c.id() as i32).unwrap();
         let t = Instant::now();
-        rustix::process::kill_process(rustix::process::Pid::from_raw(pid.get()).unwrap(), rustix::process::Signal::TERM)
-            .unwrap();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid.get()).unwrap(),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
         // The SDK's shape: check, sleep 100 ms, check again.
         while procfs.stat(pid).is_some_and(|s| s.state != b'Z') {
             std::thread::sleep(Duration::from_millis(100));

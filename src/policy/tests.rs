@@ -165,8 +165,8 @@ fn host_found_through_a_shell_between_it_and_the_tree() {
 fn host_identified_by_exe_only() {
     let mut w = World::new();
     let host = w.add(100, 1, "2.0.14");
-    host.details.as_mut().unwrap().exe = Some("/home/u/.local/share/claude/versions/2.0.14/claude".into());
-    host.details.as_mut().unwrap().exe = Some("/home/u/.local/bin/claude".into());
+    // What /proc/PID/exe shows for the native binary: the resolved version file.
+    host.details.as_mut().unwrap().exe = Some("/home/u/.local/share/claude/versions/2.0.14".into());
     w.add(300, 100, "mcp-remote https://x.invalid/sse");
     assert_eq!(w.one().0, Verdict::Live);
 }

@@ -1,0 +1,473 @@
+//! Shared helpers for the integration tests: real process trees in a sandbox
+//! that nothing else can see into, and the real binaries.
+//!
+//! Safety: a [`Sandbox`] is a `fakeproc` "scope" process that is a child
+//! subreaper. Everything a test starts lives below it, and orphans re-parent
+//! to it (never to PID 1 or a session manager), so each test's trees stay in
+//! its own subtree. The helpers only ever signal processes found below the
+//! scope process by walking `/proc` ppid links from it, and the scope itself.
+
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------- temp dirs
+
+/// A directory of its own per test, removed on drop.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("mcp-reaper-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
+        TempDir { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `text` to `name` inside the directory and returns its path.
+    pub fn write(&self, name: &str, text: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
+        p
+    }
+
+    /// A reaper config for tests: no grace unless asked, every uid a target
+    /// (tests may run as root; a non-root reaper only targets its own uid
+    /// anyway), and a private state file so no daemon's grace book leaks in.
+    /// `extra` is appended verbatim (e.g. a `[patterns]` section).
+    pub fn config(&self, grace_secs: u64, extra: &str) -> PathBuf {
+        let state = self.path.join("state.json");
+        let text = format!(
+            "[reaper]\ngrace_secs = {grace_secs}\nmin_uid = 0\n\n[daemon]\nstate_file = {:?}\n\n{extra}",
+            state.display().to_string()
+        );
+        self.write("config.toml", text)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+// ---------------------------------------------------------------- binaries
+
+pub fn reaperctl<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    run(env!("CARGO_BIN_EXE_reaperctl"), args)
+}
+
+pub fn reaperd<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    run(env!("CARGO_BIN_EXE_mcp-reaperd"), args)
+}
+
+fn run<I, S>(bin: &str, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(bin).args(args).stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("running {bin}: {e}"))
+}
+
+/// `reaperctl scan --json …`, asserting success, parsed.
+pub fn scan_json(config: &Path, extra: &[&str]) -> Value {
+    let mut args: Vec<std::ffi::OsString> = vec!["scan".into(), "--json".into(), "--config".into(), config.into()];
+    args.extend(extra.iter().map(Into::into));
+    let out = reaperctl(&args);
+    assert!(
+        out.status.success(),
+        "reaperctl {args:?} failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("reaperctl printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Path of the `fakeproc` example, built on first use. `cargo test --test X`
+/// does not build examples, so this runs `cargo build --example fakeproc` once
+/// per test process (cheap when it is up to date).
+pub fn fakeproc_path() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let me = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/<test-binary>
+        let profile_dir = me
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or_else(|| panic!("unexpected test binary location {}", me.display()));
+        let path = profile_dir.join("examples/fakeproc");
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "--example", "fakeproc"]);
+        if release {
+            cmd.arg("--release");
+        }
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+        let built = cmd.status();
+        assert!(
+            path.is_file(),
+            "the fakeproc example is missing at {} (building it: {built:?}); run `cargo build --example fakeproc{}` first",
+            path.display(),
+            if release { " --release" } else { "" }
+        );
+        path
+    })
+}
+
+// ---------------------------------------------------------------- process specs
+
+/// One process of a fake tree (see examples/fakeproc.rs).
+#[derive(Clone, Debug)]
+pub struct Spec {
+    argv: Vec<Value>,
+    children: Vec<Spec>,
+    setsid: bool,
+    ignore_term: bool,
+    subreaper: bool,
+    exit_after_spawn: bool,
+}
+
+impl Spec {
+    pub fn new(argv: &[&str]) -> Spec {
+        Spec {
+            argv: argv.iter().map(|a| json!(a)).collect(),
+            children: Vec::new(),
+            setsid: false,
+            ignore_term: false,
+            subreaper: false,
+            exit_after_spawn: false,
+        }
+    }
+
+    /// argv with arbitrary bytes (not necessarily UTF-8).
+    pub fn raw(argv: &[&[u8]]) -> Spec {
+        let mut s = Spec::new(&[]);
+        s.argv = argv.iter().map(|a| json!(a)).collect();
+        s
+    }
+
+    pub fn child(mut self, c: Spec) -> Spec {
+        self.children.push(c);
+        self
+    }
+
+    pub fn setsid(mut self) -> Spec {
+        self.setsid = true;
+        self
+    }
+
+    pub fn ignore_term(mut self) -> Spec {
+        self.ignore_term = true;
+        self
+    }
+
+    pub fn exit_after_spawn(mut self) -> Spec {
+        self.exit_after_spawn = true;
+        self
+    }
+
+    fn subreaper(mut self) -> Spec {
+        self.subreaper = true;
+        self
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "argv": self.argv,
+            "children": self.children.iter().map(Spec::to_json).collect::<Vec<_>>(),
+            "setsid": self.setsid,
+            "ignore_term": self.ignore_term,
+            "subreaper": self.subreaper,
+            "exit_after_spawn": self.exit_after_spawn,
+        })
+    }
+
+    /// This process and all below it.
+    pub fn count(&self) -> usize {
+        1 + self.children.iter().map(Spec::count).sum::<usize>()
+    }
+}
+
+// ---------------------------------------------------------------- /proc helpers
+
+/// `(state, ppid)` of a pid from `/proc/PID/stat`, or `None` if it is gone.
+pub fn stat_of(pid: i32) -> Option<(char, i32)> {
+    let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    // comm may hold anything: the fields start after the last ')'.
+    let close = buf.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&buf[close + 1..]).ok()?;
+    let mut f = rest.split_ascii_whitespace();
+    let state = f.next()?.chars().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+pub fn ppid_of(pid: i32) -> Option<i32> {
+    stat_of(pid).map(|s| s.1)
+}
+
+/// Exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    stat_of(pid).is_some_and(|(state, _)| !matches!(state, 'Z' | 'X' | 'x'))
+}
+
+/// pid → ppid for every process now.
+fn ppid_map() -> HashMap<i32, i32> {
+    let mut m = HashMap::new();
+    for e in std::fs::read_dir("/proc").expect("reading /proc").flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some(pp) = ppid_of(pid) {
+            m.insert(pid, pp);
+        }
+    }
+    m
+}
+
+/// Every strict descendant of `root`, by ppid links, as of now.
+pub fn descendants_of(root: i32) -> Vec<i32> {
+    let m = ppid_map();
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (&pid, &pp) in &m {
+        children.entry(pp).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(p) = stack.pop() {
+        for &c in children.get(&p).into_iter().flatten() {
+            if c != root && seen.insert(c) {
+                out.push(c);
+                stack.push(c);
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Polls `cond` every 10 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn sigkill(pid: i32) {
+    if let Some(p) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+    }
+}
+
+// ---------------------------------------------------------------- the sandbox
+
+/// One line a fakeproc wrote once ready.
+#[derive(Clone, Debug)]
+pub struct Ready {
+    pub pid: i32,
+    pub ppid: i32,
+    /// argv joined by spaces, lossily decoded.
+    pub cmd: String,
+}
+
+/// A child-subreaper scope process with a tree of fake processes below it.
+pub struct Sandbox {
+    scope: Child,
+    ready: Vec<Ready>,
+    dir: TempDir,
+}
+
+pub const SCOPE_ARGV0: &str = "mcp-reaper-test-scope";
+
+impl Sandbox {
+    /// Starts the scope process with `children` below it and waits (10 s at
+    /// most) until every process of the tree has reported ready.
+    pub fn new(children: Vec<Spec>) -> Sandbox {
+        let mut scope = Spec::new(&[SCOPE_ARGV0]).subreaper();
+        for c in children {
+            scope = scope.child(c);
+        }
+        let expected = scope.count();
+        let dir = TempDir::new("sandbox");
+        let ready_file = dir.path().join("ready");
+        let stderr_file = dir.path().join("stderr.log");
+        let stderr = std::fs::File::create(&stderr_file).expect("creating the sandbox's stderr log");
+        // stdin/stdout on /dev/null and stderr on a file: no fake process
+        // holds a terminal, so verdict reasons don't depend on how the tests
+        // were started.
+        let child = Command::new(fakeproc_path())
+            .arg0(SCOPE_ARGV0)
+            .env("FAKEPROC", scope.to_json().to_string())
+            .env("FAKEPROC_READY", &ready_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawning the fakeproc scope process");
+        let mut sb = Sandbox { scope: child, ready: Vec::new(), dir };
+        let ok = wait_until(Duration::from_secs(10), || {
+            sb.ready = read_ready(&ready_file);
+            sb.ready.len() >= expected
+        });
+        assert!(
+            ok,
+            "only {} of {expected} fake processes became ready in 10 s: {:#?}\nfakeproc stderr:\n{}",
+            sb.ready.len(),
+            sb.ready,
+            std::fs::read_to_string(&stderr_file).unwrap_or_default()
+        );
+        let scope_pid = sb.scope_pid();
+        assert!(
+            sb.ready.iter().any(|r| r.pid == scope_pid),
+            "the scope process {scope_pid} did not report ready: {:#?}",
+            sb.ready
+        );
+        sb
+    }
+
+    pub fn scope_pid(&self) -> i32 {
+        self.scope.id() as i32
+    }
+
+    pub fn dir(&self) -> &TempDir {
+        &self.dir
+    }
+
+    pub fn ready(&self) -> &[Ready] {
+        &self.ready
+    }
+
+    /// The pid of the one process whose argv starts with `prefix`.
+    pub fn pid_of(&self, prefix: &str) -> i32 {
+        let hits: Vec<&Ready> = self.ready.iter().filter(|r| r.cmd.starts_with(prefix)).collect();
+        match hits.as_slice() {
+            [one] => one.pid,
+            [] => panic!("no sandbox process starts with {prefix:?}: {:#?}", self.ready),
+            _ => panic!("several sandbox processes start with {prefix:?}: {hits:#?}"),
+        }
+    }
+
+    /// Every pid the sandbox reported ready, but the scope's.
+    pub fn all_pids(&self) -> Vec<i32> {
+        let s = self.scope_pid();
+        self.ready.iter().map(|r| r.pid).filter(|&p| p != s).collect()
+    }
+
+    pub fn is_descendant(&self, pid: i32) -> bool {
+        let scope = self.scope_pid();
+        let mut cur = pid;
+        for _ in 0..4096 {
+            match ppid_of(cur) {
+                Some(pp) if pp == scope => return true,
+                Some(pp) if pp > 1 => cur = pp,
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    pub fn descendants(&self) -> Vec<i32> {
+        descendants_of(self.scope_pid())
+    }
+
+    /// SIGKILLs one process of the sandbox (checked to be below the scope
+    /// process first), waits until it is dead and until its children have
+    /// been re-parented to the scope process.
+    pub fn kill_host(&self, pid: i32) {
+        assert!(self.is_descendant(pid), "refusing to signal {pid}: not below the sandbox's scope process");
+        let orphans: Vec<i32> = self.ready.iter().filter(|r| r.ppid == pid).map(|r| r.pid).collect();
+        sigkill(pid);
+        assert!(wait_until(Duration::from_secs(10), || !alive(pid)), "{pid} survived SIGKILL for 10 s");
+        let scope = self.scope_pid();
+        for o in orphans {
+            assert!(
+                wait_until(Duration::from_secs(10), || ppid_of(o) == Some(scope) || !alive(o)),
+                "{o} was not re-parented to the scope process {scope} after its parent {pid} died"
+            );
+        }
+    }
+
+    /// Asserts that each of `pids` still runs (not a zombie).
+    pub fn assert_alive(&self, pids: &[i32]) {
+        for &p in pids {
+            assert!(alive(p), "sandbox process {p} should still be alive: {:?}", stat_of(p));
+        }
+    }
+}
+
+fn read_ready(path: &Path) -> Vec<Ready> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    // Only complete lines: a line is one write, but a read may race it.
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &bytes[..=i],
+        None => return out,
+    };
+    for line in complete.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let line = String::from_utf8_lossy(line);
+        let mut it = line.splitn(3, ' ');
+        let (Some(pid), Some(ppid)) = (it.next().and_then(|s| s.parse().ok()), it.next().and_then(|s| s.parse().ok()))
+        else {
+            panic!("malformed ready line {line:?}");
+        };
+        out.push(Ready { pid, ppid, cmd: it.next().unwrap_or("").to_string() });
+    }
+    out
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let scope = self.scope_pid();
+        // Everything below the scope first (the scope reaps them), a few
+        // rounds in case one was forking, then the scope itself.
+        for _ in 0..50 {
+            let below = descendants_of(scope);
+            if below.is_empty() {
+                break;
+            }
+            for p in below {
+                sigkill(p);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.scope.kill();
+        let _ = self.scope.wait();
+    }
+}
