@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 use crate::config::Config;
 use crate::ids::Pid;
 use crate::policy::{self, GraceBook, Judgement};
-use crate::scan::{ProcFs, ScanError, Snapshot};
+use crate::scan::{ProcFs, ScanCache, ScanError, Snapshot};
 use crate::tree::Forest;
 
 /// A judged snapshot.
@@ -46,8 +46,33 @@ pub fn assess(
     grace: &GraceBook,
     now: SystemTime,
 ) -> Result<Assessment, AssessError> {
+    assess_cached(procfs, cfg, scope, grace, now, &mut ScanCache::default())
+}
+
+/// [`assess`] with command lines reused from earlier scans (the daemon's tick).
+pub fn assess_cached(
+    procfs: &ProcFs,
+    cfg: &Config,
+    scope: Option<Pid>,
+    grace: &GraceBook,
+    now: SystemTime,
+    cache: &mut ScanCache,
+) -> Result<Assessment, AssessError> {
     let started = Instant::now();
-    let mut snap = procfs.snapshot().map_err(AssessError::Scan)?;
+    let snap = procfs.snapshot_cached(cache).map_err(AssessError::Scan)?;
+    assess_snapshot(procfs, cfg, scope, grace, now, snap, started)
+}
+
+/// Judges a snapshot already read (fully, or refreshed from process events).
+pub fn assess_snapshot(
+    procfs: &ProcFs,
+    cfg: &Config,
+    scope: Option<Pid>,
+    grace: &GraceBook,
+    now: SystemTime,
+    mut snap: Snapshot,
+    started: Instant,
+) -> Result<Assessment, AssessError> {
     if let Some(s) = scope
         && snap.get(s).is_none()
     {
@@ -93,7 +118,32 @@ pub fn plan(
     book: &mut GraceBook,
     now: SystemTime,
 ) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
-    let a = assess(procfs, cfg, scope, book, now)?;
+    plan_cached(procfs, cfg, scope, book, now, &mut ScanCache::default())
+}
+
+/// [`plan`] whose first judgement may reuse cached command lines; the
+/// re-check before acting always reads everything afresh.
+pub fn plan_cached(
+    procfs: &ProcFs,
+    cfg: &Config,
+    scope: Option<Pid>,
+    book: &mut GraceBook,
+    now: SystemTime,
+    cache: &mut ScanCache,
+) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
+    let a = assess_cached(procfs, cfg, scope, book, now, cache)?;
+    plan_from(procfs, cfg, scope, book, now, a)
+}
+
+/// The second half of [`plan`]: grace book and re-check, from a judgement made.
+pub fn plan_from(
+    procfs: &ProcFs,
+    cfg: &Config,
+    scope: Option<Pid>,
+    book: &mut GraceBook,
+    now: SystemTime,
+    a: Assessment,
+) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
     let candidates: Vec<_> = a.judgements.iter().filter(|j| j.candidate).map(|j| j.root_id(&a.snapshot)).collect();
     book.retain_candidates(candidates, now);
     let wanted: std::collections::HashSet<_> =

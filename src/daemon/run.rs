@@ -23,11 +23,13 @@ use crate::ids::{Identity, Pid};
 use crate::policy::{GraceBook, Verdict};
 use crate::reap::Outcome;
 use crate::report;
-use crate::scan::ProcFs;
 use crate::scan::events::{Connector, ProcEvent};
+use crate::scan::{ProcFs, ScanCache, Snapshot};
 use crate::{exit, state, sys};
 
 const RECENT: usize = 50;
+/// In event mode, how often a full read of /proc double-checks the deltas.
+const RESYNC: Duration = Duration::from_secs(300);
 
 /// A tree as last seen, with the uids of its members for per-user status.
 #[derive(Clone, Debug)]
@@ -105,16 +107,43 @@ struct CycleResult {
     assessment: Result<Assessment, String>,
     outcomes: Vec<Outcome>,
     book: GraceBook,
+    cache: ScanCache,
     dry_run: bool,
 }
 
-fn run_cycle(procfs: ProcFs, cfg: Config, scope: Option<Pid>, mut book: GraceBook, dry_run: bool) -> CycleResult {
-    match cycle::plan(&procfs, &cfg, scope, &mut book, SystemTime::now()) {
+/// How the next cycle reads processes.
+enum Input {
+    /// Every process (cached command lines).
+    Full,
+    /// The last snapshot plus the pids the kernel reported as changed.
+    Delta(Snapshot, HashSet<Pid>),
+}
+
+fn run_cycle(
+    procfs: ProcFs,
+    cfg: Config,
+    scope: Option<Pid>,
+    mut book: GraceBook,
+    mut cache: ScanCache,
+    input: Input,
+    dry_run: bool,
+) -> CycleResult {
+    let now = SystemTime::now();
+    let planned = match input {
+        Input::Full => cycle::plan_cached(&procfs, &cfg, scope, &mut book, now, &mut cache),
+        Input::Delta(prev, changed) => {
+            let started = Instant::now();
+            let snap = procfs.refresh(prev, &changed);
+            cycle::assess_snapshot(&procfs, &cfg, scope, &book, now, snap, started)
+                .and_then(|a| cycle::plan_from(&procfs, &cfg, scope, &mut book, now, a))
+        }
+    };
+    match planned {
         Ok((a, orders)) => {
             let outcomes = crate::reap::terminate(&procfs, orders, &settings(&cfg, dry_run));
-            CycleResult { assessment: Ok(a), outcomes, book, dry_run }
+            CycleResult { assessment: Ok(a), outcomes, book, cache, dry_run }
         }
-        Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, dry_run },
+        Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, cache, dry_run },
     }
 }
 
@@ -135,6 +164,13 @@ struct Daemon {
     notifier: Notifier,
     procfs: ProcFs,
     book: GraceBook,
+    cache: ScanCache,
+    /// The last judged snapshot and what changed since, in event mode.
+    last: Option<Snapshot>,
+    changed: HashSet<Pid>,
+    /// Events were lost or never flowed: the next cycle reads everything.
+    need_full: bool,
+    last_full: Instant,
     state_path: PathBuf,
     wake: Rc<Notify>,
     connector: Option<AsyncFd<OwnedFd>>,
@@ -199,6 +235,11 @@ impl Daemon {
             notifier: Notifier::from_env(),
             procfs,
             book,
+            cache: ScanCache::default(),
+            last: None,
+            changed: HashSet::new(),
+            need_full: true,
+            last_full: Instant::now(),
             state_path,
             wake: Rc::new(Notify::new()),
             connector,
@@ -274,7 +315,18 @@ impl Daemon {
                                 if let Some(g) = guard.as_mut() { g.clear_ready(); }
                                 if batch.lost {
                                     tracing::debug!("process events were lost; rescanning");
+                                    self.need_full = true;
                                     scan = true;
+                                }
+                                for e in &batch.events {
+                                    match *e {
+                                        ProcEvent::Exec { pid } => {
+                                            self.cache.invalidate(pid);
+                                            self.changed.insert(pid);
+                                        }
+                                        ProcEvent::Fork { child, .. } => { self.changed.insert(child); }
+                                        ProcEvent::Exit { pid } => { self.changed.insert(pid); }
+                                    }
                                 }
                                 if batch.events.iter().any(|e| matches!(e, ProcEvent::Exit { pid } if self.watched.contains(pid))) {
                                     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -284,6 +336,7 @@ impl Daemon {
                             Err(e) => {
                                 tracing::warn!("process events failed ({e}); falling back to pidfds");
                                 self.connector = None;
+                                self.need_full = true;
                                 self.shared.borrow_mut().event_mode = "pidfd";
                                 scan = true;
                             }
@@ -383,17 +436,35 @@ impl Daemon {
         };
         let procfs = self.procfs.clone();
         let book = std::mem::take(&mut self.book);
+        let cache = std::mem::take(&mut self.cache);
+        // In event mode the kernel tells us what changed; a full read still
+        // happens on event loss and every RESYNC as a safety net.
+        let input = match self.last.take() {
+            Some(prev) if self.connector.is_some() && !self.need_full && self.last_full.elapsed() < RESYNC => {
+                Input::Delta(prev, std::mem::take(&mut self.changed))
+            }
+            _ => {
+                self.changed.clear();
+                self.need_full = false;
+                self.last_full = Instant::now();
+                Input::Full
+            }
+        };
         let before = book.clone();
         let started = Instant::now();
-        let res = match tokio::task::spawn_blocking(move || run_cycle(procfs, cfg, scope, book, dry_run)).await {
+        let res = match tokio::task::spawn_blocking(move || run_cycle(procfs, cfg, scope, book, cache, input, dry_run))
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(reaper_action = "error", "cycle failed: {e}");
                 self.book = before;
+                self.need_full = true;
                 return Vec::new();
             }
         };
         self.book = res.book;
+        self.cache = res.cache;
         if self.book != before
             && let Err(e) = state::save(&self.state_path, &self.book)
         {
@@ -403,11 +474,16 @@ impl Daemon {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(reaper_action = "error", "scan failed: {e}");
+                self.need_full = true;
                 return Vec::new();
             }
         };
         let events = self.record(&a, &res.outcomes, res.dry_run, started.elapsed());
         self.rewatch(&a);
+        if !res.outcomes.is_empty() {
+            self.need_full = true; // the reap changed much; start from a clean read
+        }
+        self.last = Some(a.snapshot);
         let line = self.status_line();
         self.notifier.status(&line);
         if let Some(path) = self.shared.borrow().cfg.metrics_textfile.clone() {

@@ -175,6 +175,37 @@ impl Snapshot {
     }
 }
 
+/// Command lines of processes seen before, by pid, checked against identity
+/// and comm on every use.
+#[derive(Clone, Debug, Default)]
+pub struct ScanCache {
+    entries: HashMap<Pid, Cached>,
+    /// Pids reported to have exec'd since the last scan: read them afresh.
+    stale: std::collections::HashSet<Pid>,
+}
+
+#[derive(Clone, Debug)]
+struct Cached {
+    start_time: u64,
+    comm: String,
+    cmdline: String,
+}
+
+impl ScanCache {
+    /// An exec keeps pid and start time but replaces argv.
+    pub fn invalidate(&mut self, pid: Pid) {
+        self.stale.insert(pid);
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 /// A `/proc` to read: the real one, or a fixture tree in tests.
 #[derive(Clone, Debug)]
 pub struct ProcFs {
@@ -214,20 +245,110 @@ impl ProcFs {
 
     /// Reads every process. Processes that vanish mid-read are skipped silently.
     pub fn snapshot(&self) -> Result<Snapshot, ScanError> {
+        self.snapshot_cached(&mut ScanCache::default())
+    }
+
+    /// Like [`ProcFs::snapshot`], but a process seen before (same identity and
+    /// comm, no exec reported since) costs one `stat` read: its command line
+    /// comes from `cache`. The daemon uses this every tick.
+    pub fn snapshot_cached(&self, cache: &mut ScanCache) -> Result<Snapshot, ScanError> {
         let dir =
             std::fs::read_dir(&self.root).map_err(|source| ScanError::ReadDir { path: self.root.clone(), source })?;
-        let mut procs = Vec::with_capacity(512);
+        let mut procs = Vec::with_capacity(cache.entries.len().max(512));
         let mut buf = Vec::with_capacity(4096);
+        let mut path = PathBuf::new();
+        let mut next = HashMap::with_capacity(cache.entries.len());
         for entry in dir {
             let Ok(entry) = entry else { continue };
             let name = entry.file_name();
             let Some(pid) = name.to_str().and_then(Pid::parse) else { continue };
+            let cached = cache.entries.get(&pid).filter(|_| !cache.stale.contains(&pid));
+            let p = match cached {
+                Some(c) => {
+                    path.clone_from(&self.root);
+                    path.push(&name);
+                    path.push("stat");
+                    match self.read_stat_path(&path, &mut buf) {
+                        Some(st) if st.start_time == c.start_time && st.comm == c.comm => {
+                            Some(self.process_from(pid, st, c.cmdline.clone()))
+                        }
+                        Some(_) => self.read_process(pid, &mut buf), // exec'd or reused
+                        None => None,
+                    }
+                }
+                None => self.read_process(pid, &mut buf),
+            };
+            if let Some(p) = p {
+                next.insert(
+                    pid,
+                    Cached { start_time: p.id.start_time.0, comm: p.comm.clone(), cmdline: p.cmdline.clone() },
+                );
+                procs.push(p);
+            }
+        }
+        cache.entries = next;
+        cache.stale.clear();
+        let ctx = self.context();
+        Ok(Snapshot::from_processes(procs, ctx))
+    }
+
+    /// Brings `prev` up to date from the pids the kernel reported as changed
+    /// (forked, exec'd or exited) instead of reading every process: the
+    /// daemon's tick in event mode. Children of an exited process are re-read
+    /// too (they were re-parented). Details are dropped: they are re-read for
+    /// the processes a decision is about.
+    pub fn refresh(&self, prev: Snapshot, changed: &std::collections::HashSet<Pid>) -> Snapshot {
+        let mut dirty = changed.clone();
+        for p in &prev.procs {
+            if p.ppid.is_some_and(|pp| changed.contains(&pp)) {
+                dirty.insert(p.pid());
+            }
+        }
+        let mut procs: Vec<Process> = prev
+            .procs
+            .into_iter()
+            .filter(|p| !dirty.contains(&p.pid()))
+            .map(|mut p| {
+                p.details = None;
+                p
+            })
+            .collect();
+        let mut buf = Vec::with_capacity(4096);
+        for &pid in &dirty {
             if let Some(p) = self.read_process(pid, &mut buf) {
                 procs.push(p);
             }
         }
-        let ctx = self.context();
-        Ok(Snapshot::from_processes(procs, ctx))
+        Snapshot::from_processes(procs, self.context())
+    }
+
+    fn read_stat_path(&self, path: &Path, buf: &mut Vec<u8>) -> Option<parse::Stat> {
+        let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        buf.clear();
+        buf.resize(4096, 0);
+        // One read: the kernel emits the whole line at once when it fits.
+        let n = rustix::io::read(&fd, &mut buf[..]).ok()?;
+        buf.truncate(n);
+        if n == 4096 {
+            return None; // cannot be a stat line; treat as unreadable
+        }
+        parse::parse_stat(buf).ok()
+    }
+
+    fn process_from(&self, pid: Pid, stat: parse::Stat, cmdline: String) -> Process {
+        Process {
+            id: Identity { pid, start_time: StartTime(stat.start_time) },
+            ppid: Pid::new(stat.ppid),
+            pgid: Pid::new(stat.pgrp),
+            sid: Pid::new(stat.session),
+            tty_nr: stat.tty_nr,
+            state: ProcState(stat.state as char),
+            kernel_thread: stat.flags & parse::PF_KTHREAD != 0,
+            comm: stat.comm,
+            cmdline,
+            rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
+            details: None,
+        }
     }
 
     fn open_pid_dir(&self, pid: Pid) -> Option<OwnedFd> {
@@ -250,19 +371,7 @@ impl ProcFs {
                 Err(ReadFail::Gone) => return None,
             }
         };
-        Some(Process {
-            id: Identity { pid, start_time: StartTime(stat.start_time) },
-            ppid: Pid::new(stat.ppid),
-            pgid: Pid::new(stat.pgrp),
-            sid: Pid::new(stat.session),
-            tty_nr: stat.tty_nr,
-            state,
-            kernel_thread,
-            comm: stat.comm,
-            cmdline,
-            rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
-            details: None,
-        })
+        Some(self.process_from(pid, stat, cmdline))
     }
 
     /// Reads [`Details`] for one process, checking through the same directory fd
