@@ -16,7 +16,6 @@
 //!
 //! Run: `cargo bench --bench scan`. Kills exactly the processes it started.
 
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -39,14 +38,7 @@ impl Idle {
         for i in 0..n {
             let mut cmd = Command::new("sleep");
             cmd.arg("600").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-            // SAFETY: runs in the forked child before exec; prctl is a plain
-            // syscall (async-signal-safe), no allocation or locking.
-            unsafe {
-                cmd.pre_exec(|| {
-                    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-                        .map_err(std::io::Error::from)
-                });
-            }
+            mcp_reaper::sys::kill_with_parent(&mut cmd);
             match cmd.spawn() {
                 Ok(c) => idle.0.push(c),
                 Err(e) => {

@@ -60,3 +60,15 @@ pub fn async_fd(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
     // can close it, and `as_raw_fd` on an `OwnedFd` always returns the same fd.
     unsafe { tokio::io::unix::AsyncFd::register(fd) }.map_err(io::Error::from)
 }
+
+/// Makes a child started from `cmd` get SIGKILL when its parent thread dies,
+/// so helper processes of tests and benchmarks never outlive them.
+pub fn kill_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec; it only makes
+    // one prctl(2) system call, which is async-signal-safe, and neither
+    // allocates nor takes locks.
+    unsafe {
+        cmd.pre_exec(|| rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(io::Error::from));
+    }
+}

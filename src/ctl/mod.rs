@@ -17,7 +17,17 @@ use crate::report;
 use crate::scan::ProcFs;
 
 #[derive(Parser, Debug)]
-#[command(name = "reaperctl", version, about = "Inspect and control mcp-reaper", long_about = None)]
+#[command(
+    name = "reaperctl",
+    version,
+    about = "Inspect and control mcp-reaper",
+    long_about = "Inspect and control mcp-reaper.\n\n\
+        `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
+        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket.",
+    after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running, 70 internal error, \
+        77 permission denied, 78 configuration error (or `validate` found problems).\n\n\
+        See mcp-reaperd(8) and mcp-reaper.toml(5)."
+)]
 pub struct Cli {
     /// Config file (default: /etc/mcp-reaper/config.toml for root,
     /// ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it).

@@ -25,7 +25,23 @@ use crate::scan::ProcFs;
 use crate::state;
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "mcp-reaperd", version, about = "Reap orphaned MCP server process trees", long_about = None)]
+#[command(
+    name = "mcp-reaperd",
+    version,
+    about = "Reap orphaned MCP server process trees",
+    long_about = "Reap orphaned MCP server process trees.\n\n\
+        Scans /proc every interval and whenever a host or owner of a server tree exits, gives every MCP \
+        server tree a verdict (live, orphan, stale, foreign, protected, young) and terminates orphan and \
+        stale trees: SIGTERM (+SIGCONT), a timeout, SIGKILL, always through pidfds re-checked against \
+        the process start time. With --once it runs one cycle and exits (for a systemd timer); in \
+        dry-run it decides and logs \"would reap\" but signals nothing.",
+    after_long_help = "Exit status: 0 ok (also when a tree could not be killed: that is reported), 64 usage, \
+        70 internal error, 73 cannot write the state file, 75 another instance holds the socket lock, \
+        77 permission denied, 78 configuration error.\n\n\
+        Files: /etc/mcp-reaper/config.toml and config.d/*.toml, /run/mcp-reaper/control.sock, \
+        /var/lib/mcp-reaper/state.json (for a user: ~/.config/mcp-reaper/, $XDG_RUNTIME_DIR/mcp-reaper/, \
+        $XDG_STATE_HOME/mcp-reaper/). See mcp-reaper.toml(5) and reaperctl(1)."
+)]
 pub struct Args {
     /// Run one cycle (scan, judge, terminate, report) and exit: what a systemd timer runs.
     #[arg(long)]
@@ -50,6 +66,10 @@ pub struct Args {
     /// Read processes from DIR instead of /proc (tests).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
+    /// Don't subscribe to kernel process events: watch hosts with pidfds and
+    /// scan every interval (what a non-root daemon does anyway).
+    #[arg(long)]
+    pub no_events: bool,
     /// With --once: print the outcomes as JSON on stdout.
     #[arg(long)]
     pub json: bool,

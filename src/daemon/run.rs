@@ -204,7 +204,12 @@ impl Daemon {
         if let Some(w) = warning {
             tracing::warn!(reaper_action = "error", "{w}");
         }
-        let (connector, event_mode) = match Connector::open().and_then(sys::async_fd) {
+        let opened = if args.no_events {
+            Err(std::io::Error::other("disabled by --no-events"))
+        } else {
+            Connector::open().and_then(sys::async_fd)
+        };
+        let (connector, event_mode) = match opened {
             Ok(c) => (Some(c), "netlink"),
             Err(e) => {
                 tracing::info!(

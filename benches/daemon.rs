@@ -1,0 +1,190 @@
+//! The daemon's reaction latency (event mode vs pidfd/polling mode) and its
+//! idle footprint with thousands of extra processes, side by side in one run.
+//!
+//! `cargo bench --bench daemon` (as root for event mode; the pidfd mode runs
+//! as anyone). Env: MCP_REAPER_BENCH_PROCS (default 5000),
+//! MCP_REAPER_BENCH_IDLE_SECS (default 60).
+//!
+//! Safety: the latency runs use `--scope` on this bench process, which makes
+//! itself a child subreaper, so the daemon can only ever see what the bench
+//! started. The footprint run is `--dry-run`: it signals nothing.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_reaper::ids::Pid;
+use mcp_reaper::scan::ProcFs;
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(p) = rustix::process::Pid::from_raw(self.0.id() as i32) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+fn start_daemon(dir: &Path, tag: &str, args: &[&str]) -> Daemon {
+    let sock = dir.join(format!("{tag}.sock"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"));
+    mcp_reaper::sys::kill_with_parent(&mut cmd);
+    let child = cmd
+        .args(args)
+        .arg("--socket")
+        .arg(&sock)
+        .arg("--state-file")
+        .arg(dir.join(format!("{tag}.state")))
+        .args(["--log-target", "stderr", "--log-level", "warn"])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start mcp-reaperd");
+    let t = Instant::now();
+    while !sock.exists() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200)); // first scan done
+    Daemon(child)
+}
+
+/// host (`claude`) → `npm exec @playwright/mcp` → `node …/playwright-mcp`
+/// built from sh with `exec -a`; returns (host, server pids).
+fn spawn_tree() -> (Child, i32) {
+    let script = r#"(exec -a "npm exec @playwright/mcp@latest" bash -c '(exec -a "node /x/.bin/playwright-mcp" sleep 600) & wait') & echo $! ; wait"#;
+    let mut host = Command::new("bash");
+    host.arg0("claude").args(["-c", script]).stdout(Stdio::piped()).stdin(Stdio::null());
+    mcp_reaper::sys::kill_with_parent(&mut host);
+    let mut child = host.spawn().expect("spawn tree");
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let server: i32 = line.trim().parse().expect("server pid");
+    std::thread::sleep(Duration::from_millis(100)); // let the execs happen
+    (child, server)
+}
+
+fn gone(pid: i32) -> bool {
+    ProcFs::default().stat(Pid::new(pid).unwrap()).is_none_or(|s| s.state == b'Z')
+}
+
+fn latency(dir: &Path, tag: &str, extra: &[&str], runs: usize) -> Vec<f64> {
+    let me = std::process::id().to_string();
+    let cfg = dir.join("grace0.toml");
+    std::fs::write(&cfg, "[reaper]\ngrace_secs = 0\nmin_uid = 0\ninterval_secs = 10\n").unwrap();
+    let mut args = vec!["--config", cfg.to_str().unwrap(), "--scope", &me];
+    args.extend_from_slice(extra);
+    let _d = start_daemon(dir, tag, &args);
+    let mut out = Vec::new();
+    for _ in 0..runs {
+        let (mut host, server) = spawn_tree();
+        std::thread::sleep(Duration::from_millis(300)); // the daemon sees it live
+        let t = Instant::now();
+        host.kill().unwrap();
+        host.wait().unwrap();
+        while !gone(server) && t.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        out.push(t.elapsed().as_secs_f64() * 1000.0);
+        // Reap what the subreaper (this bench) inherited.
+        while let Ok(Some(_)) = rustix::process::waitpid(None, rustix::process::WaitOptions::NOHANG) {}
+    }
+    out
+}
+
+fn cpu_ticks(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = std::env::args().all(|a| a != "--bench");
+    let procs = if quick { 20 } else { env_num("MCP_REAPER_BENCH_PROCS", 5000) };
+    let idle_secs = if quick { 2 } else { env_num("MCP_REAPER_BENCH_IDLE_SECS", 60) };
+    let runs = if quick { 2 } else { 10 };
+    let dir: PathBuf = std::env::temp_dir().join(format!("mcp-reaper-bench-daemon-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("become a child subreaper");
+    let root = rustix::process::geteuid().is_root();
+
+    let ev = if root { Some(latency(&dir, "events", &[], runs)) } else { None };
+    let poll = latency(&dir, "pidfd", &["--no-events"], runs);
+
+    // Idle footprint with many extra processes (children of this bench, killed at the end).
+    let mut idle: Vec<Child> = (0..procs)
+        .map(|_| {
+            let mut cmd = Command::new("sleep");
+            cmd.arg("600").stdin(Stdio::null());
+            mcp_reaper::sys::kill_with_parent(&mut cmd);
+            cmd.spawn().expect("spawn sleep")
+        })
+        .collect();
+    let mut footprint = Vec::new();
+    for (tag, extra) in [("idle-events", &[][..]), ("idle-pidfd", &["--no-events"][..])] {
+        if tag == "idle-events" && !root {
+            continue;
+        }
+        let mut args = vec!["--dry-run", "--config", "-"];
+        args.extend_from_slice(extra);
+        let d = start_daemon(&dir, tag, &args);
+        let pid = d.0.id();
+        std::thread::sleep(Duration::from_secs(2));
+        let (c0, r0) = (cpu_ticks(pid), rss_kib(pid));
+        let t = Instant::now();
+        std::thread::sleep(Duration::from_secs(idle_secs));
+        let secs = t.elapsed().as_secs_f64();
+        let (c1, r1) = (cpu_ticks(pid), rss_kib(pid));
+        let tck = rustix::param::clock_ticks_per_second() as f64;
+        footprint.push((tag, (c1 - c0) as f64 / tck / secs * 100.0, r0, r1));
+        drop(d);
+    }
+    for c in &mut idle {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    println!("\nreaction latency, host killed → orphan server gone (grace 0, interval 10 s), {runs} runs, ms");
+    if let Some(ev) = &ev {
+        println!(
+            "  event mode (netlink proc connector): median {:7.1}  max {:7.1}",
+            median(ev.clone()),
+            ev.iter().cloned().fold(0.0, f64::max)
+        );
+    } else {
+        println!("  event mode: skipped (needs root / CAP_NET_ADMIN)");
+    }
+    println!(
+        "  pidfd mode (host watched by pidfd):  median {:7.1}  max {:7.1}",
+        median(poll.clone()),
+        poll.iter().cloned().fold(0.0, f64::max)
+    );
+    println!(
+        "\nidle footprint with {procs} extra processes over {idle_secs} s (dry-run, default config, interval 10 s)"
+    );
+    for (tag, cpu, r0, r1) in footprint {
+        println!("  {tag:<12} CPU {cpu:6.3} % of one core   RSS {r0} KiB → {r1} KiB   (targets: ≤ 0.2 %, ≤ 8 MiB)");
+    }
+}
