@@ -374,19 +374,101 @@ impl Layer<'_> {
     }
 }
 
-fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<ConfigError>) {
-    let file: FileLayer = match toml::from_str(text) {
-        Ok(f) => f,
-        Err(e) => {
-            errors.push(ConfigError {
-                file: name.to_string(),
-                position: e.span().map(|s| line_col(text, s.start)),
-                key: None,
-                message: e.message().trim().to_string(),
-            });
-            return;
-        }
+const SECTIONS: [(&str, &[&str]); 3] = [
+    ("reaper", &["mode", "interval_secs", "grace_secs", "term_timeout_secs", "reap_stale_hosts", "min_uid"]),
+    ("patterns", &LIST_NAMES),
+    ("daemon", &["socket", "state_file", "metrics_textfile"]),
+];
+
+/// Parses one file, collecting every problem: all syntax errors, then every
+/// unknown key and every wrongly typed value (each key is deserialized on its
+/// own so one bad value does not hide the next).
+fn parse_layer(name: &str, text: &str, errors: &mut Vec<ConfigError>) -> Option<FileLayer> {
+    use serde::Deserialize as _;
+    use toml::de::{DeTable, DeValue, Deserializer};
+    let mut push = |span: Option<std::ops::Range<usize>>, key: Option<String>, message: String| {
+        errors.push(ConfigError {
+            file: name.to_string(),
+            position: span.map(|s| line_col(text, s.start)),
+            key,
+            message: message.trim().to_string(),
+        });
     };
+    let (doc, syntax) = DeTable::parse_recoverable(text);
+    if !syntax.is_empty() {
+        for e in syntax {
+            push(e.span(), None, e.message().to_string());
+        }
+        return None;
+    }
+    let mut layer = FileLayer::default();
+    for (key, value) in doc.into_inner() {
+        let section = key.get_ref().to_string();
+        let Some(&(_, known)) = SECTIONS.iter().find(|(s, _)| *s == section) else {
+            let names: Vec<&str> = SECTIONS.iter().map(|(s, _)| *s).collect();
+            push(Some(key.span()), None, format!("unknown section `{section}`, expected one of {}", names.join(", ")));
+            continue;
+        };
+        let span = value.span();
+        let DeValue::Table(table) = value.into_inner() else {
+            push(Some(span), Some(section), "must be a table".into());
+            continue;
+        };
+        for (k, v) in table {
+            let kname = k.get_ref().to_string();
+            let path = format!("{section}.{kname}");
+            if !known.contains(&kname.as_str()) {
+                push(
+                    Some(k.span()),
+                    None,
+                    format!("unknown field `{kname}` in [{section}], expected one of {}", known.join(", ")),
+                );
+                continue;
+            }
+            let vspan = v.span();
+            let mut one = DeTable::new();
+            one.insert(k, v);
+            let de = Deserializer::from(toml::Spanned::new(vspan.clone(), one));
+            let res = match section.as_str() {
+                "reaper" => FileReaper::deserialize(de).map(|r| merge_reaper(layer.reaper.get_or_insert_default(), r)),
+                "patterns" => {
+                    FilePatterns::deserialize(de).map(|p| merge_patterns(layer.patterns.get_or_insert_default(), p))
+                }
+                _ => FileDaemon::deserialize(de).map(|d| merge_daemon(layer.daemon.get_or_insert_default(), d)),
+            };
+            if let Err(e) = res {
+                push(e.span().or(Some(vspan)), Some(path), e.message().to_string());
+            }
+        }
+    }
+    Some(layer)
+}
+
+fn merge_reaper(a: &mut FileReaper, b: FileReaper) {
+    a.mode = a.mode.take().or(b.mode);
+    a.interval_secs = a.interval_secs.take().or(b.interval_secs);
+    a.grace_secs = a.grace_secs.take().or(b.grace_secs);
+    a.term_timeout_secs = a.term_timeout_secs.take().or(b.term_timeout_secs);
+    a.reap_stale_hosts = a.reap_stale_hosts.take().or(b.reap_stale_hosts);
+    a.min_uid = a.min_uid.take().or(b.min_uid);
+}
+
+fn merge_patterns(a: &mut FilePatterns, b: FilePatterns) {
+    a.hosts = a.hosts.take().or(b.hosts);
+    a.servers = a.servers.take().or(b.servers);
+    a.launchers = a.launchers.take().or(b.launchers);
+    a.adopters = a.adopters.take().or(b.adopters);
+    a.protect = a.protect.take().or(b.protect);
+}
+
+fn merge_daemon(a: &mut FileDaemon, b: FileDaemon) {
+    a.socket = a.socket.take().or(b.socket);
+    a.state_file = a.state_file.take().or(b.state_file);
+    a.metrics_textfile = a.metrics_textfile.take().or(b.metrics_textfile);
+}
+
+fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<ConfigError>) {
+    let Some(file) = parse_layer(name, text, errors) else { return };
     let mut l = Layer { name, text, errors };
     if let Some(r) = file.reaper {
         if let Some(m) = r.mode {
@@ -529,6 +611,26 @@ mod tests {
         assert_eq!(e[0].position.map(|p| p.0), Some(1), "{}", e[0]);
         let e = Config::from_str_with_default("u.toml", "[reaper]\nmode = \"kill-all\"\n").unwrap_err().0;
         assert_eq!(e[0].position, Some((2, 8)), "{}", e[0]);
+    }
+
+    #[test]
+    fn every_syntax_type_and_key_problem_is_reported_at_once() {
+        let text = "[reaper]\ngrace = 3\ninterval_secs = \"ten\"\nmin_uid = -1\nmode = \"x\"\n[patterns]\nhosts = ['(']\n[extra]\n";
+        let errs = Config::from_str_with_default("u.toml", text).unwrap_err().0;
+        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errs.len(), 6, "{shown:#?}");
+        for want in [
+            "u.toml:2:1",
+            "u.toml:3:17: reaper.interval_secs",
+            "u.toml:4:11: reaper.min_uid",
+            "u.toml:5:8: reaper.mode",
+            "u.toml:7:10: patterns.hosts[0]",
+            "u.toml:8:2",
+        ] {
+            assert!(shown.iter().any(|s| s.starts_with(want)), "missing {want} in {shown:#?}");
+        }
+        let errs = Config::from_str_with_default("u.toml", "a = [\nb = \"unterminated\n").unwrap_err().0;
+        assert!(!errs.is_empty() && errs[0].position.is_some(), "{errs:?}");
     }
 
     #[test]
