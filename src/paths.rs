@@ -8,17 +8,16 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// The system daemon's control socket.
+pub const SYSTEM_SOCKET: &str = "/run/mcp-reaper/control.sock";
+
 /// Control socket: `daemon.socket`, else `/run/mcp-reaper/control.sock` for
 /// root, `$XDG_RUNTIME_DIR/mcp-reaper/control.sock` for a user.
 pub fn socket(cfg: &Config) -> PathBuf {
     if let Some(p) = &cfg.socket {
         return p.clone();
     }
-    if is_root() {
-        PathBuf::from("/run/mcp-reaper/control.sock")
-    } else {
-        runtime_dir().join("mcp-reaper/control.sock")
-    }
+    if is_root() { PathBuf::from(SYSTEM_SOCKET) } else { runtime_dir().join("mcp-reaper/control.sock") }
 }
 
 /// `$XDG_RUNTIME_DIR`, else a per-user directory under the temp dir (a

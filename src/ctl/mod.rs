@@ -178,10 +178,13 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
 fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
     let path = match &cli.socket {
         Some(p) => p.clone(),
-        None => match Config::load(&sources(&cli.config)) {
-            Ok(cfg) => crate::paths::socket(&cfg),
-            Err(_) => crate::paths::socket(&Config::embedded()),
-        },
+        None => {
+            let cfg = Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
+            let own = crate::paths::socket(&cfg);
+            // A user without a user daemon may still ask the system daemon.
+            let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
+            if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }
+        }
     };
     let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
         Ok(s) => s,

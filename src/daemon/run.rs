@@ -293,9 +293,12 @@ impl Daemon {
             let line = self.status_line();
             self.notifier.ready(&line);
         }
+        // The periodic scan is due `interval` after the last scan, whatever
+        // events arrive in between (they must not push it back).
+        let mut last_scan = Instant::now();
         loop {
             let interval = Duration::from_secs(self.shared.borrow().cfg.interval_secs);
-            let mut deadline = Instant::now() + interval;
+            let mut deadline = last_scan + interval;
             if let Some(y) = self.next_young {
                 deadline = deadline.min(y);
             }
@@ -370,6 +373,7 @@ impl Daemon {
                 _ = sigint.recv() => break,
             }
             if scan {
+                last_scan = Instant::now();
                 let outcomes = self.cycle(dry_override).await;
                 if let Some(tx) = reply {
                     let dry_run = dry_override.unwrap_or(false) || self.shared.borrow().mode() == Mode::DryRun;

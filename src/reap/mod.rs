@@ -112,8 +112,15 @@ impl Outcome {
                 self.member_signals
             );
         }
+        let verb = if self.success() {
+            "reaped"
+        } else if self.gone == 0 {
+            "failed to reap"
+        } else {
+            "partly reaped"
+        };
         let mut s = format!(
-            "reaped {} tree root={} ({}) members={} signals={} took={}ms reclaimed={mem}",
+            "{verb} {} tree root={} ({}) members={} signals={} took={}ms reclaimed={mem}",
             self.verdict,
             self.root.pid,
             self.root_cmd,
