@@ -47,34 +47,30 @@ pub fn init(level: &str, target: LogTarget, ident: &str) -> &'static str {
     "stderr"
 }
 
-/// One entry per tree acted on (or that would be, in dry-run).
+/// One entry per tree acted on (or that would be, in dry-run); a tree that
+/// could not be fully ended is a warning with `REAPER_ACTION=error`.
 pub fn outcome(o: &Outcome) {
     let action = if o.dry_run { "would-reap" } else { "reap" };
     let signals = o.signals.join(",");
     let line = o.line();
+    macro_rules! entry {
+        ($level:ident, $action:expr) => {
+            tracing::$level!(
+                reaper_action = $action,
+                reaper_verdict = o.verdict.as_str(),
+                reaper_reason = %o.reason,
+                reaper_root_pid = o.root.pid.get(),
+                reaper_members = o.members + o.joined,
+                reaper_signals = %signals,
+                reaper_reclaimed_bytes = o.reclaimed.total(),
+                reaper_duration_ms = o.took_ms,
+                "{line}"
+            )
+        };
+    }
     if o.success() {
-        tracing::info!(
-            reaper_action = action,
-            reaper_verdict = o.verdict.as_str(),
-            reaper_reason = %o.reason,
-            reaper_root_pid = o.root.pid.get(),
-            reaper_members = o.members + o.joined,
-            reaper_signals = %signals,
-            reaper_reclaimed_bytes = o.reclaimed.total(),
-            reaper_duration_ms = o.took_ms,
-            "{line}"
-        );
+        entry!(info, action);
     } else {
-        tracing::warn!(
-            reaper_action = "error",
-            reaper_verdict = o.verdict.as_str(),
-            reaper_reason = %o.reason,
-            reaper_root_pid = o.root.pid.get(),
-            reaper_members = o.members + o.joined,
-            reaper_signals = %signals,
-            reaper_reclaimed_bytes = o.reclaimed.total(),
-            reaper_duration_ms = o.took_ms,
-            "{line}"
-        );
+        entry!(warn, "error");
     }
 }

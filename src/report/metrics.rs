@@ -59,3 +59,78 @@ pub fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctl::proto::{ScanStats, Totals};
+
+    fn status() -> Status {
+        Status {
+            version: "0".into(),
+            pid: 1,
+            uptime_secs: 1.0,
+            mode: crate::config::Mode::Enforce,
+            config_sources: vec![],
+            last_reload: None,
+            event_mode: "pidfd".into(),
+            interval_secs: 10,
+            grace_secs: 60,
+            scans: ScanStats { count: 7, last_duration_ms: 12.5, last_processes: 400, last_at_unix: 1_790_000_000 },
+            by_verdict: [("orphan".to_string(), 2), ("live".to_string(), 3)].into_iter().collect(),
+            trees: vec![],
+            totals: Totals {
+                trees_reaped: 4,
+                processes_reaped: 9,
+                reclaimed_bytes: 1 << 30,
+                escalations: 1,
+                failures: 0,
+            },
+            recent: vec![],
+            filtered_for_uid: None,
+        }
+    }
+
+    #[test]
+    fn exposition_parses_with_a_real_parser() {
+        let text = render(&status());
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        let scrape = prometheus_parse::Scrape::parse(lines).expect("valid exposition format");
+        let value = |name: &str, verdict: Option<&str>| {
+            scrape
+                .samples
+                .iter()
+                .find(|s| s.metric == name && verdict.is_none_or(|v| s.labels.get("verdict") == Some(v)))
+                .map(|s| match s.value {
+                    prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
+                    _ => f64::NAN,
+                })
+                .unwrap_or_else(|| panic!("{name} missing in\n{text}"))
+        };
+        assert_eq!(value("mcp_reaper_reaped_trees_total", None), 4.0);
+        assert_eq!(value("mcp_reaper_reaped_processes_total", None), 9.0);
+        assert_eq!(value("mcp_reaper_reclaimed_bytes_total", None), (1u64 << 30) as f64);
+        assert_eq!(value("mcp_reaper_escalations_total", None), 1.0);
+        assert_eq!(value("mcp_reaper_failures_total", None), 0.0);
+        assert_eq!(value("mcp_reaper_trees", Some("orphan")), 2.0);
+        assert_eq!(value("mcp_reaper_trees", Some("young")), 0.0);
+        assert_eq!(value("mcp_reaper_last_scan_duration_seconds", None), 0.0125);
+        assert_eq!(value("mcp_reaper_last_scan_timestamp_seconds", None), 1_790_000_000.0);
+        assert!(matches!(
+            scrape.samples.iter().find(|s| s.metric == "mcp_reaper_reaped_trees_total").unwrap().value,
+            prometheus_parse::Value::Counter(_)
+        ));
+    }
+
+    #[test]
+    fn textfile_is_replaced_atomically() {
+        let dir = std::env::temp_dir().join(format!("mcp-reaper-metrics-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mcp_reaper.prom");
+        write_textfile(&path, "a 1\n").unwrap();
+        write_textfile(&path, &render(&status())).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("mcp_reaper_scans_total 7"));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temp file left behind");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
