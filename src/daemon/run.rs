@@ -179,6 +179,8 @@ struct Daemon {
     /// Last verdict per tree root, to log changes rather than every tick.
     known: HashMap<Identity, Verdict>,
     next_young: Option<Instant>,
+    /// A scan wanted shortly (a host or server was just exec'd).
+    soon: Option<Instant>,
 }
 
 impl Daemon {
@@ -252,6 +254,7 @@ impl Daemon {
             pidfd_tasks: Vec::new(),
             known: HashMap::new(),
             next_young: None,
+            soon: None,
         };
         {
             let s = d.shared.borrow();
@@ -302,6 +305,9 @@ impl Daemon {
             if let Some(y) = self.next_young {
                 deadline = deadline.min(y);
             }
+            if let Some(s) = self.soon {
+                deadline = deadline.min(s);
+            }
             let mut scan = false;
             let mut reply: Option<oneshot::Sender<ReapResult>> = None;
             let mut dry_override = None;
@@ -331,6 +337,11 @@ impl Daemon {
                                         ProcEvent::Exec { pid } => {
                                             self.cache.invalidate(pid);
                                             self.changed.insert(pid);
+                                            // A new host or server: look soon, so its
+                                            // host is watched before it can die.
+                                            if self.soon.is_none() && self.is_interesting_exec(pid) {
+                                                self.soon = Some(Instant::now() + Duration::from_millis(50));
+                                            }
                                         }
                                         ProcEvent::Fork { child, .. } => { self.changed.insert(child); }
                                         ProcEvent::Exit { pid } => { self.changed.insert(pid); }
@@ -374,6 +385,7 @@ impl Daemon {
             }
             if scan {
                 last_scan = Instant::now();
+                self.soon = None;
                 let outcomes = self.cycle(dry_override).await;
                 if let Some(tx) = reply {
                     let dry_run = dry_override.unwrap_or(false) || self.shared.borrow().mode() == Mode::DryRun;
@@ -387,6 +399,12 @@ impl Daemon {
             tracing::warn!("cannot write state file {}: {e}", self.state_path.display());
         }
         std::process::ExitCode::from(exit::OK)
+    }
+
+    fn is_interesting_exec(&self, pid: Pid) -> bool {
+        let Some(cmd) = self.procfs.cmdline(pid) else { return false };
+        let role = self.shared.borrow().cfg.matcher.classify(&cmd, None).role;
+        matches!(role, crate::config::Role::Host | crate::config::Role::Server)
     }
 
     fn status_line(&self) -> String {

@@ -415,6 +415,14 @@ impl ProcFs {
         }
     }
 
+    /// The command line of one pid, read now (joined, lossy).
+    pub fn cmdline(&self, pid: Pid) -> Option<String> {
+        let dir = self.open_pid_dir(pid)?;
+        let mut buf = Vec::with_capacity(1024);
+        read_at(&dir, "cmdline", &mut buf).ok()?;
+        Some(parse::join_cmdline(&buf))
+    }
+
     /// A fresh `stat` of one pid, for re-checks right before acting.
     pub fn stat(&self, pid: Pid) -> Option<parse::Stat> {
         let dir = self.open_pid_dir(pid)?;
