@@ -510,7 +510,8 @@ impl Daemon {
         if !res.outcomes.is_empty() {
             self.need_full = true; // the reap changed much; start from a clean read
         }
-        self.last = Some(a.snapshot);
+        // Only event mode builds on the last snapshot; otherwise don't hold it.
+        self.last = self.connector.is_some().then_some(a.snapshot);
         let line = self.status_line();
         self.notifier.status(&line);
         if let Some(path) = self.shared.borrow().cfg.metrics_textfile.clone() {

@@ -63,14 +63,14 @@ impl World {
             comm: cmd.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or("").chars().take(15).collect(),
             cmdline: cmd.to_string(),
             rss_bytes: 1 << 20,
-            details: Some(Details {
+            details: Some(Box::new(Details {
                 uid: Some(Uid(1000)),
                 swap_bytes: Some(0),
                 nspid_depth: Some(1),
                 pidns: Some(NS),
                 exe: None,
                 fds: [None, None, None],
-            }),
+            })),
         });
         self.procs.last_mut().unwrap()
     }
@@ -312,7 +312,7 @@ fn uninspectable_members_are_not_touched() {
     let mut w = World::new();
     w.add(300, 1, "mcp-remote x").details = None;
     assert_eq!(w.one().0, Verdict::Protected);
-    w.procs.last_mut().unwrap().details = Some(Details { pidns: Some(NS), ..Details::default() });
+    w.procs.last_mut().unwrap().details = Some(Box::new(Details { pidns: Some(NS), ..Details::default() }));
     let (v, _, _, reason) = w.one();
     assert_eq!(v, Verdict::Protected);
     assert!(reason.contains("which user"), "{reason}");

@@ -96,7 +96,8 @@ pub struct Process {
     /// argv joined by spaces (lossy UTF-8). Empty for kernel threads and zombies.
     pub cmdline: String,
     pub rss_bytes: u64,
-    pub details: Option<Details>,
+    /// Boxed: most processes never get details, and a snapshot holds thousands.
+    pub details: Option<Box<Details>>,
 }
 
 impl Process {
@@ -411,7 +412,7 @@ impl ProcFs {
             }
             // A process that vanished or was replaced keeps an empty Details:
             // every fact unknown, which the policy treats as "don't touch".
-            p.details = Some(self.details(p.id).unwrap_or_default());
+            p.details = Some(Box::new(self.details(p.id).unwrap_or_default()));
         }
     }
 
