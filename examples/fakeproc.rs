@@ -8,13 +8,27 @@
 //! ```json
 //! {"argv": ["npm", "exec", "@playwright/mcp@latest"],
 //!  "children": [ {"argv": ["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"]} ],
-//!  "setsid": false, "ignore_term": false, "subreaper": false, "exit_after_spawn": false}
+//!  "setsid": false, "ignore_term": false, "subreaper": false, "exit_after_spawn": false,
+//!  "handle_term": false, "term_delay_ms": 0, "note_term": false, "uid": null, "on_usr1": []}
 //! ```
 //!
 //! Only `argv` is required. An argv element may be a string or an array of
 //! bytes (for argv that is not valid UTF-8). Each child is this program again,
 //! executed with `argv[0]` set to the child's first word and the child's spec
 //! in `FAKEPROC`.
+//!
+//! More switches, for termination tests:
+//! - `handle_term`: a SIGTERM handler that exits (like node or python
+//!   servers), after `term_delay_ms` (a browser takes a moment to shut down).
+//!   Unlike the default action, a handler only runs once a stopped process is
+//!   continued.
+//! - `note_term`: catch SIGTERM and keep running, but first append
+//!   `"<pid> TERM <CLOCK_MONOTONIC ns>\n"` to the file named by
+//!   `FAKEPROC_NOTES`: exactly when the signal arrived.
+//! - `uid`: the parent starts this process as that uid and gid (the parent
+//!   must be root).
+//! - `on_usr1`: children spawned (once) when the process gets SIGUSR1 after it
+//!   reported ready: a tree that grows on cue.
 //!
 //! Once its own children are spawned, every process appends one line
 //! `"<pid> <ppid> <argv joined by spaces>\n"` to the file named by
@@ -28,6 +42,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -62,11 +77,115 @@ struct Spec {
     subreaper: bool,
     #[serde(default)]
     exit_after_spawn: bool,
+    #[serde(default)]
+    handle_term: bool,
+    #[serde(default)]
+    term_delay_ms: u64,
+    #[serde(default)]
+    note_term: bool,
+    #[serde(default)]
+    uid: Option<u32>,
+    #[serde(default)]
+    on_usr1: Vec<Spec>,
 }
 
 fn fail(msg: &str) -> ! {
     eprintln!("fakeproc: {msg}");
     std::process::exit(2);
+}
+
+/// `term_delay_ms` for the handler.
+static TERM_DELAY_MS: AtomicU64 = AtomicU64::new(0);
+/// The `FAKEPROC_NOTES` file, opened before the handler is installed.
+static NOTES_FD: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn exit_on_term(_: libc::c_int) {
+    let ms = TERM_DELAY_MS.load(Ordering::Relaxed);
+    // SAFETY: nanosleep and _exit are async-signal-safe; the timespec lives
+    // on this stack frame.
+    unsafe {
+        if ms > 0 {
+            let ts = libc::timespec { tv_sec: (ms / 1000) as libc::time_t, tv_nsec: ((ms % 1000) * 1_000_000) as _ };
+            libc::nanosleep(&ts, std::ptr::null_mut());
+        }
+        libc::_exit(0)
+    }
+}
+
+/// Appends the decimal digits of `v` to `buf` at `*at`.
+fn push_decimal(buf: &mut [u8; 64], at: &mut usize, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    while n > 0 {
+        n -= 1;
+        buf[*at] = digits[n];
+        *at += 1;
+    }
+}
+
+extern "C" fn note_term(_: libc::c_int) {
+    // Only async-signal-safe calls, no allocation: clock_gettime, getpid,
+    // write, into a buffer on this stack frame.
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    let mut buf = [0u8; 64];
+    let mut at = 0;
+    // SAFETY: getpid cannot fail.
+    push_decimal(&mut buf, &mut at, unsafe { libc::getpid() } as u64);
+    for &b in b" TERM " {
+        buf[at] = b;
+        at += 1;
+    }
+    push_decimal(&mut buf, &mut at, ns);
+    buf[at] = b'\n';
+    at += 1;
+    let fd = NOTES_FD.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: `buf[..at]` is initialised; a bad fd only makes write fail.
+        let _ = unsafe { libc::write(fd, buf.as_ptr().cast(), at) };
+    }
+}
+
+fn spawn_child(exe: &std::path::Path, child: &Spec) {
+    if child.argv.is_empty() {
+        fail("a child's argv must not be empty");
+    }
+    let json = serde_json::to_string(child).expect("a spec serializes");
+    let mut cmd = Command::new(exe);
+    cmd.arg0(OsStr::from_bytes(child.argv[0].bytes()))
+        .args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
+        .env("FAKEPROC", json)
+        .stdin(Stdio::null());
+    if let Some(uid) = child.uid {
+        cmd.uid(uid).gid(uid);
+    }
+    // The Child handle is dropped on purpose: nothing waits for it here
+    // (a subreaper reaps below; others leave zombies, like real programs
+    // that never wait).
+    if let Err(e) = cmd.spawn() {
+        fail(&format!("spawning child: {e}"));
+    }
+}
+
+/// A signal set holding only SIGUSR1.
+fn usr1_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise the set they are given.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        set
+    }
 }
 
 fn main() {
@@ -86,11 +205,38 @@ fn main() {
     }
     // A parent that ignored SIGTERM passes that on through exec: put the
     // default back unless this process is meant to ignore it.
-    let handler = if spec.ignore_term { libc::SIG_IGN } else { libc::SIG_DFL };
-    // SAFETY: single-threaded at this point; SIG_IGN and SIG_DFL are not
-    // functions, so no handler code runs in signal context.
+    if spec.note_term {
+        let path = std::env::var_os("FAKEPROC_NOTES").unwrap_or_else(|| fail("note_term needs FAKEPROC_NOTES"));
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .unwrap_or_else(|e| fail(&format!("opening FAKEPROC_NOTES: {e}")));
+        NOTES_FD.store(std::os::fd::IntoRawFd::into_raw_fd(f), Ordering::Relaxed);
+    }
+    TERM_DELAY_MS.store(spec.term_delay_ms, Ordering::Relaxed);
+    let handler = if spec.ignore_term {
+        libc::SIG_IGN
+    } else if spec.note_term {
+        note_term as extern "C" fn(libc::c_int) as libc::sighandler_t
+    } else if spec.handle_term {
+        exit_on_term as extern "C" fn(libc::c_int) as libc::sighandler_t
+    } else {
+        libc::SIG_DFL
+    };
+    // SAFETY: single-threaded at this point; the handler only calls _exit,
+    // which is async-signal-safe.
     if unsafe { libc::signal(libc::SIGTERM, handler) } == libc::SIG_ERR {
         fail("signal(SIGTERM) failed");
+    }
+    if !spec.on_usr1.is_empty() {
+        // Blocked before the ready line, so a SIGUSR1 sent after it waits
+        // for sigwait below instead of killing the process.
+        let set = usr1_set();
+        // SAFETY: a valid, initialised set; no old set is asked for.
+        if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } != 0 {
+            fail("pthread_sigmask failed");
+        }
     }
     if spec.setsid {
         rustix::process::setsid().unwrap_or_else(|e| fail(&format!("setsid: {e}")));
@@ -98,21 +244,7 @@ fn main() {
 
     let exe = std::env::current_exe().unwrap_or_else(|e| fail(&format!("current_exe: {e}")));
     for child in &spec.children {
-        if child.argv.is_empty() {
-            fail("a child's argv must not be empty");
-        }
-        let json = serde_json::to_string(child).expect("a spec serializes");
-        let mut cmd = Command::new(&exe);
-        cmd.arg0(OsStr::from_bytes(child.argv[0].bytes()))
-            .args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
-            .env("FAKEPROC", json)
-            .stdin(Stdio::null());
-        // The Child handle is dropped on purpose: nothing waits for it here
-        // (a subreaper reaps below; others leave zombies, like real programs
-        // that never wait).
-        if let Err(e) = cmd.spawn() {
-            fail(&format!("spawning child: {e}"));
-        }
+        spawn_child(&exe, child);
     }
 
     if let Some(path) = std::env::var_os("FAKEPROC_READY") {
@@ -138,6 +270,16 @@ fn main() {
 
     if spec.exit_after_spawn {
         std::process::exit(0);
+    }
+    if !spec.on_usr1.is_empty() {
+        let set = usr1_set();
+        let mut sig: libc::c_int = 0;
+        // SAFETY: a valid set and a valid out-pointer. SIGUSR1 is blocked
+        // (above), so it is only ever taken here.
+        while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+        for child in &spec.on_usr1 {
+            spawn_child(&exe, child);
+        }
     }
     if spec.subreaper {
         loop {

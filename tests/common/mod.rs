@@ -52,12 +52,22 @@ impl TempDir {
     /// anyway), and a private state file so no daemon's grace book leaks in.
     /// `extra` is appended verbatim (e.g. a `[patterns]` section).
     pub fn config(&self, grace_secs: u64, extra: &str) -> PathBuf {
+        self.config_with(grace_secs, "", extra)
+    }
+
+    /// [`TempDir::config`] with more `[reaper]` keys (`reaper_keys`, lines
+    /// of TOML) before `extra`.
+    pub fn config_with(&self, grace_secs: u64, reaper_keys: &str, extra: &str) -> PathBuf {
+        self.write("config.toml", self.config_text(grace_secs, reaper_keys, extra))
+    }
+
+    /// The text [`TempDir::config_with`] writes.
+    pub fn config_text(&self, grace_secs: u64, reaper_keys: &str, extra: &str) -> String {
         let state = self.path.join("state.json");
-        let text = format!(
-            "[reaper]\ngrace_secs = {grace_secs}\nmin_uid = 0\n\n[daemon]\nstate_file = {:?}\n\n{extra}",
+        format!(
+            "[reaper]\ngrace_secs = {grace_secs}\nmin_uid = 0\n{reaper_keys}\n\n[daemon]\nstate_file = {:?}\n\n{extra}",
             state.display().to_string()
-        );
-        self.write("config.toml", text)
+        )
     }
 }
 
@@ -93,6 +103,33 @@ where
     Command::new(bin).args(args).stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("running {bin}: {e}"))
 }
 
+/// Whether this test process runs as root.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// An executable named `name` on `$PATH`.
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
+        std::fs::metadata(p)
+            .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0)
+    })
+}
+
+/// Whether any user may reach and run `path`: o+x on the file and on every
+/// directory above it (a target dir below a 0700 home is not).
+pub fn world_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(path) = path.canonicalize() else { return false };
+    path.ancestors().all(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// Prints why a test is skipped (visible with `--nocapture` or on failure).
+pub fn skip(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+}
+
 /// `reaperctl scan --json …`, asserting success, parsed.
 pub fn scan_json(config: &Path, extra: &[&str]) -> Value {
     let mut args: Vec<std::ffi::OsString> = vec!["scan".into(), "--json".into(), "--config".into(), config.into()];
@@ -109,36 +146,42 @@ pub fn scan_json(config: &Path, extra: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("reaperctl printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }
 
-/// Path of the `fakeproc` example, built on first use. `cargo test --test X`
-/// does not build examples, so this runs `cargo build --example fakeproc` once
-/// per test process (cheap when it is up to date).
+/// Path of the `fakeproc` example, built on first use.
 pub fn fakeproc_path() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let me = std::env::current_exe().expect("current_exe");
-        // target/<profile>/deps/<test-binary>
-        let profile_dir = me
-            .parent()
-            .and_then(Path::parent)
-            .unwrap_or_else(|| panic!("unexpected test binary location {}", me.display()));
-        let path = profile_dir.join("examples/fakeproc");
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "--example", "fakeproc"]);
-        if release {
-            cmd.arg("--release");
-        }
-        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let built = cmd.status();
-        assert!(
-            path.is_file(),
-            "the fakeproc example is missing at {} (building it: {built:?}); run `cargo build --example fakeproc{}` first",
-            path.display(),
-            if release { " --release" } else { "" }
-        );
-        path
-    })
+    PATH.get_or_init(|| example_path("fakeproc"))
+}
+
+/// Path of an example of this package, built on demand. `cargo test --test X`
+/// does not build examples, so this runs `cargo build --example NAME` (cheap
+/// when it is up to date). Callers cache the result.
+pub fn example_path(name: &str) -> PathBuf {
+    // One build at a time: parallel tests would otherwise race on cargo's lock.
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let me = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test-binary>
+    let profile_dir = me
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("unexpected test binary location {}", me.display()));
+    let path = profile_dir.join("examples").join(name);
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "--example", name]);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    let built = cmd.status();
+    assert!(
+        path.is_file(),
+        "the {name} example is missing at {} (building it: {built:?}); run `cargo build --example {name}{}` first",
+        path.display(),
+        if release { " --release" } else { "" }
+    );
+    path
 }
 
 // ---------------------------------------------------------------- process specs
@@ -152,6 +195,11 @@ pub struct Spec {
     ignore_term: bool,
     subreaper: bool,
     exit_after_spawn: bool,
+    handle_term: bool,
+    term_delay_ms: u64,
+    note_term: bool,
+    uid: Option<u32>,
+    on_usr1: Vec<Spec>,
 }
 
 impl Spec {
@@ -163,6 +211,11 @@ impl Spec {
             ignore_term: false,
             subreaper: false,
             exit_after_spawn: false,
+            handle_term: false,
+            term_delay_ms: 0,
+            note_term: false,
+            uid: None,
+            on_usr1: Vec::new(),
         }
     }
 
@@ -193,6 +246,41 @@ impl Spec {
         self
     }
 
+    /// Exits from a SIGTERM handler (which, unlike the default action, only
+    /// runs once a stopped process is continued).
+    pub fn handle_term(mut self) -> Spec {
+        self.handle_term = true;
+        self
+    }
+
+    /// Exits from a SIGTERM handler after `ms` milliseconds (a browser that
+    /// takes a moment to shut down).
+    pub fn slow_term(mut self, ms: u64) -> Spec {
+        self.handle_term = true;
+        self.term_delay_ms = ms;
+        self
+    }
+
+    /// Catches SIGTERM, notes when it arrived (see [`Sandbox::term_notes`])
+    /// and keeps running: only SIGKILL ends it.
+    pub fn note_term(mut self) -> Spec {
+        self.note_term = true;
+        self
+    }
+
+    /// Runs as this uid and gid (the sandbox must run as root).
+    pub fn uid(mut self, uid: u32) -> Spec {
+        self.uid = Some(uid);
+        self
+    }
+
+    /// A child spawned only when this process gets SIGUSR1 (once), after it
+    /// reported ready. Not counted by [`Spec::count`].
+    pub fn on_usr1(mut self, c: Spec) -> Spec {
+        self.on_usr1.push(c);
+        self
+    }
+
     fn subreaper(mut self) -> Spec {
         self.subreaper = true;
         self
@@ -206,10 +294,15 @@ impl Spec {
             "ignore_term": self.ignore_term,
             "subreaper": self.subreaper,
             "exit_after_spawn": self.exit_after_spawn,
+            "handle_term": self.handle_term,
+            "term_delay_ms": self.term_delay_ms,
+            "note_term": self.note_term,
+            "uid": self.uid,
+            "on_usr1": self.on_usr1.iter().map(Spec::to_json).collect::<Vec<_>>(),
         })
     }
 
-    /// This process and all below it.
+    /// This process and all below it (as started: `on_usr1` children not counted).
     pub fn count(&self) -> usize {
         1 + self.children.iter().map(Spec::count).sum::<usize>()
     }
@@ -227,6 +320,19 @@ pub fn stat_of(pid: i32) -> Option<(char, i32)> {
     let state = f.next()?.chars().next()?;
     let ppid = f.next()?.parse().ok()?;
     Some((state, ppid))
+}
+
+/// `(pgid, sid)` of a pid, or `None` if it is gone.
+pub fn pgid_sid_of(pid: i32) -> Option<(i32, i32)> {
+    let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = buf.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&buf[close + 1..]).ok()?;
+    let mut f = rest.split_ascii_whitespace().skip(2); // state, ppid
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
+pub fn pgid_of(pid: i32) -> Option<i32> {
+    pgid_sid_of(pid).map(|p| p.0)
 }
 
 pub fn ppid_of(pid: i32) -> Option<i32> {
@@ -274,6 +380,12 @@ pub fn descendants_of(root: i32) -> Vec<i32> {
     out
 }
 
+/// CLOCK_MONOTONIC now, in nanoseconds (the clock [`Sandbox::term_notes`] uses).
+pub fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// Polls `cond` every 10 ms until it holds or `timeout` passes.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
@@ -288,7 +400,7 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
-fn sigkill(pid: i32) {
+pub fn sigkill(pid: i32) {
     if let Some(p) = rustix::process::Pid::from_raw(pid) {
         let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
     }
@@ -325,6 +437,14 @@ impl Sandbox {
         let expected = scope.count();
         let dir = TempDir::new("sandbox");
         let ready_file = dir.path().join("ready");
+        // World-writable, so processes started as another uid can report.
+        std::fs::write(&ready_file, "").expect("creating the ready file");
+        std::fs::set_permissions(&ready_file, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .expect("chmod of the ready file");
+        let notes_file = dir.path().join("notes");
+        std::fs::write(&notes_file, "").expect("creating the notes file");
+        std::fs::set_permissions(&notes_file, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .expect("chmod of the notes file");
         let stderr_file = dir.path().join("stderr.log");
         let stderr = std::fs::File::create(&stderr_file).expect("creating the sandbox's stderr log");
         // stdin/stdout on /dev/null and stderr on a file: no fake process
@@ -334,6 +454,7 @@ impl Sandbox {
             .arg0(SCOPE_ARGV0)
             .env("FAKEPROC", scope.to_json().to_string())
             .env("FAKEPROC_READY", &ready_file)
+            .env("FAKEPROC_NOTES", &notes_file)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -370,6 +491,42 @@ impl Sandbox {
 
     pub fn ready(&self) -> &[Ready] {
         &self.ready
+    }
+
+    /// Waits (10 s at most) until `total` processes have reported ready in
+    /// all, e.g. after [`Spec::on_usr1`] children were triggered, and returns
+    /// the lines that are new.
+    pub fn wait_ready(&mut self, total: usize) -> Vec<Ready> {
+        let before = self.ready.len();
+        let file = self.dir.path().join("ready");
+        let ok = wait_until(Duration::from_secs(10), || {
+            self.ready = read_ready(&file);
+            self.ready.len() >= total
+        });
+        assert!(ok, "only {} of {total} fake processes became ready in 10 s: {:#?}", self.ready.len(), self.ready);
+        self.ready[before..].to_vec()
+    }
+
+    /// `(pid, CLOCK_MONOTONIC ns)` of every SIGTERM a [`Spec::note_term`]
+    /// process caught so far.
+    pub fn term_notes(&self) -> Vec<(i32, u64)> {
+        let text = std::fs::read_to_string(self.dir.path().join("notes")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let mut f = l.split(' ');
+                let pid = f.next()?.parse().ok()?;
+                (f.next()? == "TERM").then_some(())?;
+                Some((pid, f.next()?.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Sends `sig` to one process of the sandbox (checked to be below the
+    /// scope process first).
+    pub fn signal(&self, pid: i32, sig: rustix::process::Signal) {
+        assert!(self.is_descendant(pid), "refusing to signal {pid}: not below the sandbox's scope process");
+        let p = rustix::process::Pid::from_raw(pid).expect("a positive pid");
+        rustix::process::kill_process(p, sig).unwrap_or_else(|e| panic!("signalling {pid}: {e}"));
     }
 
     /// The pid of the one process whose argv starts with `prefix`.

@@ -1,0 +1,636 @@
+//! The long-running `mcp-reaperd` against real process trees: event-driven
+//! reaping, config reload (control socket, inotify, SIGHUP), the control
+//! socket's permission rules and its defences against hostile clients, one
+//! instance per socket, and the journald fields of `--once`.
+//!
+//! Safety: every daemon is `--scope`d to its test's sandbox (a child
+//! subreaper holding all the test's processes) and has its own temporary
+//! config, socket and state file. A [`DaemonGuard`] stops it (SIGTERM through
+//! its `Child` handle, then SIGKILL after 5 s) when the test ends, panics
+//! included. Signals only ever go to sandbox processes, to daemons these
+//! tests started, and to a journald the journald test started itself.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Sandbox, Spec, TempDir, alive, find_tool, is_root, reaperctl, skip, wait_until, world_executable};
+use rustix::process::Signal;
+use serde_json::Value;
+
+const CLAUDE: &[&str] = &["claude", "--resume"];
+const NPM_PLAYWRIGHT: &[&str] = &["npm", "exec", "@playwright/mcp@latest"];
+const NODE_PLAYWRIGHT: &[&str] = &["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"];
+const BYSTANDER: &[&str] = &["sleep", "600"];
+
+fn s(x: impl ToString) -> String {
+    x.to_string()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `claude → npm exec @playwright/mcp → node playwright-mcp`, and a bystander.
+fn playwright_sandbox() -> Sandbox {
+    Sandbox::new(vec![
+        Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT))),
+        Spec::new(BYSTANDER),
+    ])
+}
+
+fn send_signal(pid: u32, sig: Signal) {
+    let p = rustix::process::Pid::from_raw(pid as i32).expect("a positive pid");
+    let _ = rustix::process::kill_process(p, sig);
+}
+
+/// Waits for `child` to exit, `timeout` at most.
+fn wait_child(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+// ------------------------------------------------------------------ the daemon
+
+/// A running `mcp-reaperd`, scoped to a sandbox, with its own socket and
+/// state file; stopped on drop (SIGTERM, then SIGKILL after 5 s).
+struct DaemonGuard {
+    child: Child,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl DaemonGuard {
+    /// Starts the daemon with `config`, its socket and state in `dir`, and
+    /// waits until the socket answers `reaperctl status`.
+    fn start(sb: &Sandbox, config: &Path, dir: &Path) -> DaemonGuard {
+        DaemonGuard::start_with(sb, config, dir, &[])
+    }
+
+    /// [`DaemonGuard::start`] with more arguments for the daemon.
+    fn start_with(sb: &Sandbox, config: &Path, dir: &Path, extra: &[&str]) -> DaemonGuard {
+        let socket = dir.join("control.sock");
+        let log = dir.join("daemon.log");
+        let child = spawn_daemon(sb, config, &socket, &dir.join("state.json"), &log, extra);
+        let mut d = DaemonGuard { child, socket, log };
+        let ok = wait_until(Duration::from_secs(10), || {
+            if let Ok(Some(st)) = d.child.try_wait() {
+                panic!("mcp-reaperd exited at start ({st}):\n{}", d.log_text());
+            }
+            d.ctl(&["status"]).status.success()
+        });
+        assert!(ok, "mcp-reaperd did not answer on {} in 10 s:\n{}", d.socket.display(), d.log_text());
+        d
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `reaperctl ARGS --socket <this daemon's socket>`.
+    fn ctl(&self, args: &[&str]) -> Output {
+        let mut a: Vec<String> = args.iter().map(s).collect();
+        a.extend([s("--socket"), s(self.socket.display())]);
+        reaperctl(&a)
+    }
+
+    /// `reaperctl status --json`, parsed.
+    fn status(&self) -> Value {
+        let out = self.ctl(&["status", "--json"]);
+        assert!(
+            out.status.success(),
+            "reaperctl status failed: {}\ndaemon log:\n{}",
+            text(&out.stderr),
+            self.log_text()
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("status JSON ({e}): {}", text(&out.stdout)))
+    }
+
+    /// Polls the status until `cond` holds (`timeout` at most); the last one.
+    fn status_until(&self, timeout: Duration, what: &str, mut cond: impl FnMut(&Value) -> bool) -> Value {
+        let end = Instant::now() + timeout;
+        loop {
+            let st = self.status();
+            if cond(&st) {
+                return st;
+            }
+            assert!(
+                Instant::now() < end,
+                "{what}: not within {timeout:?}; last status:\n{st:#}\nlog:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Still running (not exited).
+    fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for DaemonGuard {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            send_signal(self.child.id(), Signal::TERM);
+            if wait_child(&mut self.child, Duration::from_secs(5)).is_none() {
+                let _ = self.child.kill();
+            }
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_daemon(sb: &Sandbox, config: &Path, socket: &Path, state: &Path, log: &Path, extra: &[&str]) -> Child {
+    let log = std::fs::File::create(log).expect("creating the daemon log");
+    Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"))
+        .arg("--config")
+        .arg(config)
+        .args(["--scope", &s(sb.scope_pid()), "--log-target", "stderr", "--log-level", "debug"])
+        .arg("--socket")
+        .arg(socket)
+        .arg("--state-file")
+        .arg(state)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawning mcp-reaperd")
+}
+
+/// The daemon's first cycle is done and it judged a tree rooted at `root`.
+fn sees_tree(st: &Value, root: i32, verdict: &str) -> bool {
+    st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == root && t["verdict"] == verdict))
+}
+
+// ------------------------------------------------------------------ 1. reaping
+
+#[test]
+fn orphan_is_reaped_within_grace_plus_interval() {
+    let sb = playwright_sandbox();
+    let (host, npm, node, bystander) =
+        (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
+    let cfg = sb.dir().config_with(1, "interval_secs = 2", "");
+    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    d.status_until(Duration::from_secs(10), "the live tree is seen", |st| sees_tree(st, npm, "live"));
+
+    let t0 = Instant::now();
+    sb.kill_host(host);
+    let gone = wait_until(Duration::from_secs(8), || !alive(npm) && !alive(node));
+    let took = t0.elapsed();
+    assert!(gone, "the orphan survived 8 s:\n{}", d.log_text());
+    eprintln!("grace 1 s, interval 2 s: orphan gone {} ms after its host was killed", took.as_millis());
+    assert!(took < Duration::from_secs(4), "took {took:?} (grace 1 s + interval 2 s)\n{}", d.log_text());
+
+    let st = d.status_until(Duration::from_secs(5), "the reap is counted", |st| {
+        st["totals"]["trees_reaped"].as_u64().unwrap_or(0) >= 1
+    });
+    let recent = st["recent"].as_array().unwrap();
+    let ev = recent.iter().find(|e| e["root"] == npm).unwrap_or_else(|| panic!("no recent event for {npm}: {st:#}"));
+    assert_eq!(ev["dry_run"], false, "{ev:#}");
+    assert_eq!(ev["verdict"], "orphan", "{ev:#}");
+    assert_eq!(ev["members"], 2, "{ev:#}");
+    assert_eq!(ev["signals"], serde_json::json!(["TERM"]), "{ev:#}");
+    assert!(st["totals"]["processes_reaped"].as_u64().unwrap() >= 2, "{st:#}");
+    sb.assert_alive(&[bystander, sb.scope_pid()]);
+}
+
+/// Kills the host of a live tree under a daemon with `grace_secs = 0` and a
+/// long interval; how long until every member is gone.
+fn event_latency(extra: &[&str], want_mode: &str) -> Duration {
+    let sb = playwright_sandbox();
+    let (host, npm, node, bystander) =
+        (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
+    // A long interval: only the host's exit event can explain a quick reap.
+    let cfg = sb.dir().config_with(0, "interval_secs = 60", "");
+    let d = DaemonGuard::start_with(&sb, &cfg, sb.dir().path(), extra);
+    let st = d.status_until(Duration::from_secs(10), "the live tree is seen", |st| sees_tree(st, npm, "live"));
+    assert_eq!(st["event_mode"], want_mode, "{st:#}");
+
+    // SIGKILL to the host, then a 1 ms poll (finer than `kill_host`'s).
+    let t0 = Instant::now();
+    sb.signal(host, Signal::KILL);
+    let mut gone = false;
+    while t0.elapsed() < Duration::from_secs(5) {
+        if !alive(npm) && !alive(node) {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let latency = t0.elapsed();
+    assert!(gone, "the orphan survived 5 s:\n{}", d.log_text());
+    eprintln!("event-driven latency ({want_mode}): host killed → every member gone in {} ms", latency.as_millis());
+    sb.assert_alive(&[bystander, sb.scope_pid()]);
+    latency
+}
+
+#[test]
+fn host_exit_triggers_a_reap_at_once_without_grace() {
+    // As root the daemon gets the kernel's process events (netlink).
+    let want = if is_root() { "netlink" } else { "pidfd" };
+    let latency = event_latency(&[], want);
+    assert!(latency < Duration::from_secs(1), "{latency:?} from the host's exit to the orphan's end");
+}
+
+#[test]
+fn host_exit_triggers_a_reap_at_once_with_pidfd_watches() {
+    let latency = event_latency(&["--no-events"], "pidfd");
+    assert!(latency < Duration::from_secs(1), "{latency:?} from the host's exit to the orphan's end");
+}
+
+// ------------------------------------------------------------------ 2. reload errors
+
+#[test]
+fn invalid_config_on_reload_keeps_the_old_one() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    assert_eq!(d.status()["grace_secs"], 60);
+
+    std::fs::write(&cfg, "[reaper]\ngrace_secs = 5\nmin_uid = 0\nbogus = 1\n").unwrap();
+    let out = d.ctl(&["reload"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(78), "stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr));
+    assert!(stdout.contains(&format!("{}:4:1: ", cfg.display())), "file:line:col of the problem: {stdout}");
+    assert!(stdout.contains("unknown field `bogus`"), "{stdout}");
+    assert!(stdout.contains("keeps its previous config"), "{stdout}");
+
+    let st = d.status();
+    assert_eq!(st["last_reload"]["ok"], false, "{st:#}");
+    assert_eq!(st["grace_secs"], 60, "the old config stays in force: {st:#}");
+    assert!(d.running(), "the daemon must keep running:\n{}", d.log_text());
+    assert!(d.log_text().contains("keeping the previous config"), "{}", d.log_text());
+}
+
+#[test]
+fn invalid_config_written_to_disk_is_noticed_and_rejected() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+
+    // Only written: the daemon notices through inotify.
+    std::fs::write(&cfg, "[patterns]\nservers = ['(unclosed']\n").unwrap();
+    let st = d.status_until(Duration::from_secs(5), "the bad file is noticed", |st| st["last_reload"]["ok"] == false);
+    let msgs = st["last_reload"]["messages"].to_string();
+    assert!(msgs.contains(&format!("{}:2:12: patterns.servers[0]: invalid regex", cfg.display())), "{msgs}");
+    assert_eq!(st["grace_secs"], 60, "{st:#}");
+    assert!(d.running());
+
+    // A good file again: taken.
+    std::fs::write(&cfg, sb.dir().config_text(7, "", "")).unwrap();
+    let st = d.status_until(Duration::from_secs(5), "the fixed file is loaded", |st| st["grace_secs"] == 7);
+    assert_eq!(st["last_reload"]["ok"], true, "{st:#}");
+}
+
+// ------------------------------------------------------------------ 3. SIGHUP
+
+#[test]
+fn sighup_reloads_the_config() {
+    let sb = playwright_sandbox();
+    // The daemon watches the config's directory; its file is a symlink to one
+    // elsewhere, so editing the target is invisible to inotify and only the
+    // SIGHUP can explain a reload.
+    let etc = sb.dir().path().join("etc");
+    let real = sb.dir().path().join("real");
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(real.join("config.toml"), sb.dir().config_text(60, "", "")).unwrap();
+    let cfg = etc.join("config.toml");
+    std::os::unix::fs::symlink(real.join("config.toml"), &cfg).unwrap();
+    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    assert_eq!(d.status()["grace_secs"], 60);
+
+    std::fs::write(real.join("config.toml"), sb.dir().config_text(42, "", "")).unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let st = d.status();
+    assert_eq!(st["grace_secs"], 60, "reloaded without a SIGHUP: the test cannot tell the two apart: {st:#}");
+
+    send_signal(d.pid(), Signal::HUP);
+    let st = d.status_until(Duration::from_secs(5), "SIGHUP reloads", |st| st["grace_secs"] == 42);
+    assert_eq!(st["last_reload"]["ok"], true, "{st:#}");
+    let msgs = st["last_reload"]["messages"].to_string();
+    assert!(msgs.contains("grace_secs: 60 -> 42"), "{msgs}");
+}
+
+// ------------------------------------------------------------------ 4. socket permissions
+
+#[test]
+fn unprivileged_client_sees_only_its_own_trees_and_may_not_act() {
+    const TEST: &str = "unprivileged_client_sees_only_its_own_trees_and_may_not_act";
+    if !is_root() {
+        return skip(TEST, "needs root (to run a client as uid 65534)");
+    }
+    let Some(setpriv) = find_tool("setpriv") else {
+        return skip(TEST, "setpriv (util-linux) is not installed");
+    };
+    if !world_executable(Path::new(env!("CARGO_BIN_EXE_reaperctl"))) {
+        return skip(TEST, "reaperctl is not reachable by other users");
+    }
+    let sb = playwright_sandbox();
+    let npm = sb.pid_of("npm exec");
+    let cfg = sb.dir().config(60, "");
+    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    // Root sees root's live tree.
+    let st = d.status_until(Duration::from_secs(10), "root sees the live tree", |st| sees_tree(st, npm, "live"));
+    assert_eq!(st["filtered_for_uid"], Value::Null, "{st:#}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&d.socket).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o666, "the socket is connectable by anyone");
+    let dir_mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(sb.dir().path()).unwrap().permissions());
+    assert_eq!(dir_mode & 0o001, 0o001, "the socket's directory must be traversable by others");
+
+    let as_nobody = |args: &[&str]| -> Output {
+        Command::new(&setpriv)
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_reaperctl")])
+            .args(args)
+            .arg("--socket")
+            .arg(&d.socket)
+            .stdin(Stdio::null())
+            .output()
+            .expect("running setpriv")
+    };
+    let out = as_nobody(&["status", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let st: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    assert_eq!(st["filtered_for_uid"], 65534, "{st:#}");
+    assert_eq!(st["trees"].as_array().unwrap().len(), 0, "uid 65534 must not see root's trees: {st:#}");
+    assert!(st["by_verdict"].as_object().unwrap().values().all(|n| n == 0), "{st:#}");
+
+    for cmd in [&["reload"][..], &["reap-now"][..], &["reap-now", "--dry-run"][..]] {
+        let out = as_nobody(cmd);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{cmd:?} as uid 65534 must fail: {}", text(&out.stdout));
+        assert!(err.contains("permission denied"), "{cmd:?}: {err}");
+    }
+    assert!(d.log_text().contains("refused"), "{}", d.log_text());
+    sb.assert_alive(&sb.all_pids());
+}
+
+// ------------------------------------------------------------------ 5. hostile clients
+
+/// Reads one reply frame, or `None` if the daemon closed the connection.
+fn read_reply(c: &mut UnixStream) -> Option<Value> {
+    let mut hdr = [0u8; 4];
+    c.read_exact(&mut hdr).ok()?;
+    let n = u32::from_be_bytes(hdr) as usize;
+    assert!(n < 1 << 20, "reply of {n} bytes");
+    let mut body = vec![0u8; n];
+    c.read_exact(&mut body).ok()?;
+    Some(serde_json::from_slice(&body).expect("reply JSON"))
+}
+
+#[test]
+fn garbage_and_oversized_requests_get_an_error_and_the_daemon_stays_up() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+
+    // Garbage, then close.
+    let mut c = UnixStream::connect(&d.socket).unwrap();
+    c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\x00\xff\xfe garbage").unwrap();
+    drop(c);
+    // Garbage, then wait for what comes back.
+    let mut c = UnixStream::connect(&d.socket).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"\x00\x00\x00\x05{{{{{").unwrap();
+    let r = read_reply(&mut c).expect("an error reply to a malformed body");
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("malformed"), "{r}");
+
+    // A header claiming 4 GiB: refused at once, nothing allocated or awaited.
+    let mut c = UnixStream::connect(&d.socket).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t = Instant::now();
+    c.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    let r = read_reply(&mut c);
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(1), "answered the 4 GiB header after {took:?}");
+    if let Some(r) = r {
+        assert_eq!(r["ok"], false, "{r}");
+        assert!(r["error"].as_str().unwrap().contains("over the limit"), "{r}");
+    }
+
+    assert!(d.running(), "{}", d.log_text());
+    assert_eq!(d.status()["grace_secs"], 60);
+}
+
+#[test]
+fn silent_client_is_cut_off_after_about_five_seconds() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let mut c = UnixStream::connect(&d.socket).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let t = Instant::now();
+    let mut buf = [0u8; 64];
+    let r = c.read(&mut buf);
+    let took = t.elapsed();
+    eprintln!("silent client cut off after {} ms ({r:?})", took.as_millis());
+    assert!(matches!(r, Ok(0) | Err(_)), "expected the connection to be closed: {r:?}");
+    assert!(
+        (Duration::from_millis(4500)..Duration::from_millis(6500)).contains(&took),
+        "cut off after {took:?}, expected about 5 s"
+    );
+    assert!(d.running());
+    assert!(d.ctl(&["status"]).status.success());
+}
+
+/// A well-behaved client gets its answer while 100 silent connections are
+/// open. Fails: the daemon serves at most 32 clients at once and answers the
+/// rest "busy" until a silent one times out after 5 s, so any local user can
+/// keep `reaperctl status`/`reload` from working by holding 32 idle
+/// connections (src/daemon/control.rs: `MAX_CLIENTS`, `CLIENT_TIMEOUT`).
+#[test]
+#[ignore = "src bug: 32 silent connections starve every other client for 5 s (src/daemon/control.rs), see the doc comment"]
+fn status_answers_while_100_silent_clients_are_connected() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let silent: Vec<UnixStream> = (0..100).map(|_| UnixStream::connect(&d.socket).expect("connect")).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    let out = d.ctl(&["status"]);
+    let took = t.elapsed();
+    eprintln!("status with 100 silent clients: {:?} after {} ms: {}", out.status, took.as_millis(), text(&out.stderr));
+    assert!(out.status.success(), "status refused while silent clients are connected: {}", text(&out.stderr));
+    assert!(took < Duration::from_secs(2), "status took {took:?}");
+    drop(silent);
+}
+
+/// What a well-behaved client sees today while 100 silent clients are
+/// connected: an error at once, not a hang ("busy", exit 77 — or, when the
+/// daemon has closed the connection before reaperctl wrote its request,
+/// "Broken pipe", exit 69), and answers again once the silent ones time out:
+/// the daemon survives the flood.
+#[test]
+fn flood_of_silent_clients_gets_busy_replies_and_the_daemon_recovers() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let t = Instant::now();
+    let silent: Vec<UnixStream> = (0..100).map(|_| UnixStream::connect(&d.socket).expect("connect")).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let q = Instant::now();
+    let out = d.ctl(&["status"]);
+    let quick = q.elapsed();
+    let err = text(&out.stderr);
+    eprintln!(
+        "status during a flood of 100 silent clients: {:?} in {} ms: {err}",
+        out.status.code(),
+        quick.as_millis()
+    );
+    assert!(quick < Duration::from_secs(2), "status hung for {quick:?} during the flood");
+    if !out.status.success() {
+        assert!(err.contains("busy") || err.contains("Broken pipe"), "{err}");
+    }
+    // The silent ones hold their slots for 5 s at most.
+    let ok = wait_until(Duration::from_secs(10), || d.ctl(&["status"]).status.success());
+    assert!(ok, "status still refused 10 s after the flood:\n{}", d.log_text());
+    assert!(t.elapsed() < Duration::from_secs(8), "recovered only after {:?}", t.elapsed());
+    drop(silent);
+    assert!(d.running());
+}
+
+// ------------------------------------------------------------------ 6. one instance
+
+#[test]
+fn second_daemon_on_the_same_socket_exits_75() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let other = TempDir::new("second");
+    let log = other.path().join("daemon.log");
+    let mut second = spawn_daemon(&sb, &cfg, &d.socket, &other.path().join("state.json"), &log, &[]);
+    let st = wait_child(&mut second, Duration::from_secs(10));
+    if st.is_none() {
+        let _ = second.kill();
+        let _ = second.wait();
+        panic!(
+            "a second daemon on the same socket kept running:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    let msg = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(st.unwrap().code(), Some(75), "{msg}");
+    assert!(msg.contains("already running"), "{msg}");
+    assert!(msg.contains(&d.socket.display().to_string()), "{msg}");
+    // The first one is unaffected.
+    assert!(d.ctl(&["status"]).status.success(), "{}", d.log_text());
+}
+
+// ------------------------------------------------------------------ 7. journald
+
+const JOURNALD: &str = "/lib/systemd/systemd-journald";
+const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
+
+fn journald_listening() -> bool {
+    std::os::unix::net::UnixDatagram::unbound().is_ok_and(|s| s.connect(JOURNAL_SOCKET).is_ok())
+}
+
+/// A systemd-journald this test started; stopped (by its pid) on drop.
+struct JournaldGuard {
+    child: Child,
+}
+
+impl Drop for JournaldGuard {
+    fn drop(&mut self) {
+        send_signal(self.child.id(), Signal::TERM);
+        if wait_child(&mut self.child, Duration::from_secs(5)).is_none() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn once_logs_reap_fields_to_journald() {
+    const TEST: &str = "once_logs_reap_fields_to_journald";
+    if !is_root() {
+        return skip(TEST, "needs root (to start a journald and read the system journal)");
+    }
+    let Some(journalctl) = find_tool("journalctl") else {
+        return skip(TEST, "journalctl is not installed");
+    };
+    // Across test processes too: one journald test at a time.
+    let lock = std::fs::File::create(std::env::temp_dir().join("mcp-reaper-test-journald.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let _journald = if journald_listening() {
+        None // use the running one
+    } else if Path::new(JOURNALD).is_file() {
+        std::fs::create_dir_all("/run/systemd/journal").unwrap();
+        let child = Command::new(JOURNALD)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting systemd-journald");
+        let g = JournaldGuard { child };
+        assert!(wait_until(Duration::from_secs(10), journald_listening), "journald did not listen on {JOURNAL_SOCKET}");
+        Some(g)
+    } else {
+        return skip(TEST, &format!("no journald is running and {JOURNALD} is missing"));
+    };
+
+    let sb = playwright_sandbox();
+    let (host, npm, node) = (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "));
+    sb.kill_host(host);
+    let cfg = sb.dir().config(0, "");
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 1;
+    let child = Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"))
+        .args(["--once", "--log-target", "journald", "--scope", &s(sb.scope_pid()), "--config"])
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning mcp-reaperd");
+    let reaper_pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!alive(npm) && !alive(node), "the orphan was not reaped");
+    assert!(!text(&out.stderr).contains("reaped orphan"), "logged to stderr, not journald: {}", text(&out.stderr));
+
+    // This run's entry: by the reaper's pid (a trusted field) and the root.
+    let mut entry = None;
+    let found = wait_until(Duration::from_secs(10), || {
+        let out = Command::new(&journalctl)
+            .args(["-o", "json", "--no-pager", "--since", &format!("@{since}"), "-t", "mcp-reaperd"])
+            .args([format!("_PID={reaper_pid}"), s("REAPER_ACTION=reap"), format!("REAPER_ROOT_PID={npm}")])
+            .stdin(Stdio::null())
+            .output()
+            .expect("running journalctl");
+        entry = text(&out.stdout).lines().find_map(|l| serde_json::from_str::<Value>(l).ok());
+        entry.is_some()
+    });
+    assert!(found, "no REAPER_ACTION=reap entry for root {npm} from pid {reaper_pid} in the journal");
+    let e = entry.unwrap();
+    eprintln!("journal entry: {e}");
+    assert_eq!(e["SYSLOG_IDENTIFIER"], "mcp-reaperd", "{e:#}");
+    assert_eq!(e["REAPER_ROOT_PID"], npm.to_string(), "{e:#}");
+    assert_eq!(e["REAPER_MEMBERS"], "2", "{e:#}");
+    assert_eq!(e["REAPER_SIGNALS"], "TERM", "{e:#}");
+    assert_eq!(e["REAPER_VERDICT"], "orphan", "{e:#}");
+    for k in ["REAPER_RECLAIMED_BYTES", "REAPER_DURATION_MS"] {
+        assert!(e[k].as_str().is_some_and(|v| v.parse::<u64>().is_ok()), "{k}: {e:#}");
+    }
+    assert!(e["REAPER_REASON"].as_str().is_some_and(|r| r.contains("adopted by the scope process")), "{e:#}");
+    assert!(e["MESSAGE"].as_str().is_some_and(|m| m.contains(&format!("root={npm}"))), "{e:#}");
+    drop(lock);
+}
