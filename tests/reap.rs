@@ -246,7 +246,6 @@ fn members_that_ignore_sigterm_get_sigkill_at_the_timeout_not_before() {
 /// SIGKILL early by that much; the scan before the SIGKILL wave makes up for
 /// it only partly and by chance.
 #[test]
-#[ignore = "src bug: term_timeout is counted from before the SIGTERM wave (src/reap/mod.rs), see the doc comment"]
 fn sigkill_comes_no_sooner_than_term_timeout_after_sigterm() {
     for _ in 0..3 {
         let sb = stubborn_sandbox();
@@ -265,7 +264,6 @@ fn sigkill_comes_no_sooner_than_term_timeout_after_sigterm() {
 /// rescan before the deadline and the scan before the SIGTERM wave both count
 /// against it — and get a SIGKILL, and the outcome says `escalated`.
 #[test]
-#[ignore = "src bug: reap::wait returns without polling after its deadline (src/reap/mod.rs), see the doc comment"]
 fn prompt_exit_is_not_escalated_with_a_short_timeout() {
     let sb = Sandbox::new(vec![playwright_under_claude()]);
     let (host, npm, node) = (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "));

@@ -196,7 +196,8 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         );
     }
     let planned = orders.len();
-    let outcomes = reap::terminate(&procfs, orders, &settings(cfg, mode == Mode::DryRun));
+    let outcomes =
+        reap::terminate_with(&procfs, orders, &settings(cfg, mode == Mode::DryRun), Some(&assessment.snapshot));
     for o in &outcomes {
         report::log::outcome(o);
     }

@@ -140,7 +140,7 @@ fn run_cycle(
     };
     match planned {
         Ok((a, orders)) => {
-            let outcomes = crate::reap::terminate(&procfs, orders, &settings(&cfg, dry_run));
+            let outcomes = crate::reap::terminate_with(&procfs, orders, &settings(&cfg, dry_run), Some(&a.snapshot));
             CycleResult { assessment: Ok(a), outcomes, book, cache, dry_run }
         }
         Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, cache, dry_run },

@@ -152,6 +152,8 @@ struct Target {
     gone: bool,
     /// Joined during the termination.
     joined: bool,
+    /// Has had its SIGTERM.
+    signalled: bool,
 }
 
 struct Run {
@@ -174,21 +176,34 @@ impl Run {
 /// Ends the given trees. Never blocks longer than `term_timeout + kill_wait`
 /// plus scan time.
 pub fn terminate(procfs: &ProcFs, orders: Vec<Order>, s: &Settings) -> Vec<Outcome> {
-    let t0 = Instant::now();
+    terminate_with(procfs, orders, s, None)
+}
+
+/// [`terminate`], with the snapshot of the judgement made moments before, so
+/// the process-group check needs no extra read of all of /proc.
+pub fn terminate_with(procfs: &ProcFs, orders: Vec<Order>, s: &Settings, judged: Option<&Snapshot>) -> Vec<Outcome> {
     let mem_before = procfs.meminfo();
     let mut runs: Vec<Run> = orders.into_iter().map(|o| open_targets(procfs, o)).collect();
+    let fresh;
+    let snap = match judged {
+        Some(snap) => Some(snap),
+        None => {
+            fresh = procfs.snapshot().ok();
+            fresh.as_ref()
+        }
+    };
     if s.dry_run {
         // Same path up to here (pidfds opened, identities re-checked, memory
         // read); the plan for every group is computed, nothing is sent.
-        let snap = procfs.snapshot().ok();
+        let t0 = Instant::now();
         return runs
             .into_iter()
             .map(|mut r| {
-                let groups = snap.as_ref().map(|snap| plan_groups(&r, snap)).unwrap_or_default();
+                let groups = snap.map(|snap| plan_groups(&r, snap)).unwrap_or_default();
                 let in_groups = r
                     .live()
                     .filter(|t| {
-                        let pg = snap.as_ref().and_then(|sn| sn.get(t.id.pid)).and_then(|p| p.pgid);
+                        let pg = snap.and_then(|sn| sn.get(t.id.pid)).and_then(|p| p.pgid);
                         pg.is_some_and(|pg| groups.contains(&pg))
                     })
                     .count();
@@ -200,44 +215,29 @@ pub fn terminate(procfs: &ProcFs, orders: Vec<Order>, s: &Settings) -> Vec<Outco
             .collect();
     }
     // Wave 1: SIGTERM (+SIGCONT so stopped members can act on it).
-    if let Ok(snap) = procfs.snapshot() {
-        for r in &mut runs {
-            signal_run(r, &snap, &[Signal::TERM, Signal::CONT], "TERM");
-        }
-    } else {
-        for r in &mut runs {
-            signal_members(r, &[Signal::TERM, Signal::CONT], "TERM", |_| true);
+    for r in &mut runs {
+        match snap {
+            Some(snap) => signal_run(r, snap, &[Signal::TERM, Signal::CONT], "TERM"),
+            None => signal_members(r, &[Signal::TERM, Signal::CONT], "TERM", |_| true),
         }
     }
+    // The clock starts when SIGTERM is out: SIGKILL never comes sooner.
+    let t0 = Instant::now();
     // One re-scan early in the wait for children forked meanwhile.
-    let rescan_at = t0 + (s.term_timeout / 2).min(Duration::from_millis(100));
-    wait(&mut runs, rescan_at, procfs);
-    if let Ok(snap) = procfs.snapshot() {
-        for r in &mut runs {
-            let added = adopt_new_children(procfs, r, &snap);
-            if added > 0 {
-                let new: HashSet<Identity> = r.targets.iter().filter(|t| t.joined && !t.gone).map(|t| t.id).collect();
-                signal_members(r, &[Signal::TERM, Signal::CONT], "TERM", |t| new.contains(&t.id));
-            }
+    wait(&mut runs, t0 + (s.term_timeout / 2).min(Duration::from_millis(100)), procfs);
+    for r in &mut runs {
+        if adopt_new_children(procfs, r) > 0 {
+            signal_members(r, &[Signal::TERM, Signal::CONT], "TERM", |t| t.joined && !t.signalled);
+            r.targets.iter_mut().for_each(|t| t.signalled = true);
         }
     }
     wait(&mut runs, t0 + s.term_timeout, procfs);
-    // Wave 2: SIGKILL for what is left.
+    // Wave 2: SIGKILL, member by member through the pidfds (a process group
+    // may have changed since the check), children forked meanwhile included.
     if runs.iter().any(|r| r.live().next().is_some()) {
-        if let Ok(snap) = procfs.snapshot() {
-            for r in &mut runs {
-                if r.live().next().is_none() {
-                    continue;
-                }
-                adopt_new_children(procfs, r, &snap);
-                signal_run(r, &snap, &[Signal::KILL], "KILL");
-            }
-        } else {
-            for r in &mut runs {
-                if r.live().next().is_some() {
-                    signal_members(r, &[Signal::KILL], "KILL", |_| true);
-                }
-            }
+        for r in runs.iter_mut().filter(|r| r.live().next().is_some()) {
+            adopt_new_children(procfs, r);
+            signal_members(r, &[Signal::KILL], "KILL", |_| true);
         }
         wait(&mut runs, Instant::now() + s.kill_wait, procfs);
     }
@@ -283,7 +283,7 @@ fn open_verified(procfs: &ProcFs, id: Identity) -> Option<Target> {
             }
         }
     };
-    Some(Target { id, pidfd, mem, gone: false, joined: false })
+    Some(Target { id, pidfd, mem, gone: false, joined: false, signalled: true })
 }
 
 /// Process groups that may be signalled as a whole: the leader is a live
@@ -315,9 +315,15 @@ fn signal_run(r: &mut Run, snap: &Snapshot, sigs: &[Signal], name: &'static str)
         let Some(leader) = r.live().find(|t| t.id.pid == pg) else { continue };
         let mut ok = true;
         for &sig in sigs {
-            if sys::pidfd_signal_group(leader.pidfd.as_fd(), sig).is_err() {
-                ok = false; // old kernel or race: fall back to members below
-                break;
+            match sys::pidfd_signal_group(leader.pidfd.as_fd(), sig) {
+                Ok(()) => {}
+                // The group is already gone (e.g. it died of the SIGTERM
+                // before the SIGCONT): the signal did its job.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => break,
+                Err(_) => {
+                    ok = false; // kernel < 6.9 (EINVAL): per-member signals below
+                    break;
+                }
             }
         }
         if ok {
@@ -339,9 +345,9 @@ fn signal_members(r: &mut Run, sigs: &[Signal], name: &'static str, which: impl 
     let mut errors = Vec::new();
     let mut sent = 0;
     for t in r.targets.iter().filter(|t| !t.gone && which(t)) {
-        for &sig in sigs {
+        for (i, &sig) in sigs.iter().enumerate() {
             match sys::pidfd_signal(t.pidfd.as_fd(), sig) {
-                Ok(()) => {}
+                Ok(()) => sent += usize::from(i == 0),
                 // Exited between the wait and now: that is success.
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => break,
                 Err(e) => {
@@ -350,7 +356,6 @@ fn signal_members(r: &mut Run, sigs: &[Signal], name: &'static str, which: impl 
                 }
             }
         }
-        sent += 1;
     }
     r.member_signals += sent;
     r.errors.extend(errors);
@@ -359,44 +364,41 @@ fn signal_members(r: &mut Run, sigs: &[Signal], name: &'static str, which: impl 
     }
 }
 
-/// Children forked by live targets since the last scan join the tree.
-fn adopt_new_children(procfs: &ProcFs, r: &mut Run, snap: &Snapshot) -> usize {
-    let mut known: HashSet<Identity> = r.targets.iter().map(|t| t.id).collect();
+/// Children forked by live targets since they were judged join the tree.
+/// Read from each target's `task/*/children` (no scan of all of /proc).
+fn adopt_new_children(procfs: &ProcFs, r: &mut Run) -> usize {
+    let mut known: HashSet<Pid> = r.targets.iter().map(|t| t.id.pid).collect();
+    let mut frontier: Vec<Pid> = r.live().map(|t| t.id.pid).collect();
     let mut added = 0;
-    // Repeat so grandchildren of new children are found too.
-    loop {
-        let mut found = Vec::new();
-        for p in &snap.procs {
-            if known.contains(&p.id) || p.state.is_zombie() || p.kernel_thread {
+    while let Some(parent) = frontier.pop() {
+        for child in procfs.children(parent) {
+            if !known.insert(child) {
                 continue;
             }
-            let Some(parent) = p.ppid.and_then(|pp| snap.get(pp)) else { continue };
-            if known.contains(&parent.id) {
-                found.push(p.id);
+            let Some(st) = procfs.stat(child) else { continue };
+            if st.ppid != parent.get() {
+                continue;
             }
-        }
-        if found.is_empty() {
-            return added;
-        }
-        for id in found {
-            known.insert(id);
+            let id = Identity { pid: child, start_time: crate::ids::StartTime(st.start_time) };
             if let Some(mut t) = open_verified(procfs, id) {
                 t.joined = true;
+                t.signalled = false;
                 r.targets.push(t);
+                frontier.push(child);
                 added += 1;
             }
         }
     }
+    added
 }
 
 /// Waits on every live pidfd until `deadline` or until all are gone.
 fn wait(runs: &mut [Run], deadline: Instant, procfs: &ProcFs) {
     loop {
         finish_done(runs, procfs);
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
+        // Past the deadline, still poll once without blocking: members that
+        // exited while we were busy must be counted as gone, not killed.
+        let left = deadline.saturating_duration_since(Instant::now());
         let mut idx = Vec::new();
         let mut fds = Vec::new();
         for (ri, r) in runs.iter().enumerate() {
@@ -410,7 +412,6 @@ fn wait(runs: &mut [Run], deadline: Instant, procfs: &ProcFs) {
         if fds.is_empty() {
             return;
         }
-        let left = deadline - now;
         let ts = rustix::fs::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
         let ready = match rustix::event::poll(&mut fds, Some(&ts)) {
             Ok(n) => n,
@@ -423,10 +424,11 @@ fn wait(runs: &mut [Run], deadline: Instant, procfs: &ProcFs) {
         for (ri, ti) in exited {
             runs[ri].targets[ti].gone = true;
         }
-        if ready == 0 && Instant::now() >= deadline {
+        if Instant::now() >= deadline {
             finish_done(runs, procfs);
             return;
         }
+        let _ = ready;
     }
 }
 

@@ -416,6 +416,25 @@ impl ProcFs {
         }
     }
 
+    /// Children of a process from `task/*/children` (CONFIG_PROC_CHILDREN),
+    /// or, when the kernel lacks it, from a scan of all processes.
+    pub fn children(&self, pid: Pid) -> Vec<Pid> {
+        let tasks = self.root.join(pid.to_string()).join("task");
+        let mut out = Vec::new();
+        let Ok(rd) = std::fs::read_dir(&tasks) else { return out };
+        let mut any_file = false;
+        for t in rd.flatten() {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                any_file = true;
+                out.extend(text.split_whitespace().filter_map(Pid::parse));
+            }
+        }
+        if !any_file && let Ok(snap) = self.snapshot() {
+            out.extend(snap.procs.iter().filter(|p| p.ppid == Some(pid)).map(|p| p.pid()));
+        }
+        out
+    }
+
     /// The command line of one pid, read now (joined, lossy).
     pub fn cmdline(&self, pid: Pid) -> Option<String> {
         let dir = self.open_pid_dir(pid)?;
