@@ -134,7 +134,15 @@ impl CycleSummary {
 struct OnceJson<'a> {
     mode: Mode,
     outcomes: &'a [Outcome],
+    kept: &'a [KeptTree],
     summary: &'a CycleSummary,
+}
+
+#[derive(Serialize)]
+struct KeptTree {
+    verdict: Verdict,
+    root: i32,
+    reason: String,
 }
 
 pub fn main() -> ExitCode {
@@ -186,14 +194,19 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
     if let Err(e) = &saved {
         tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
     }
-    for j in assessment.judgements.iter().filter(|j| j.verdict == Verdict::Young) {
-        tracing::info!(
-            reaper_action = "keep",
-            reaper_verdict = "young",
-            reaper_root_pid = assessment.snapshot.procs[j.root].pid().get(),
-            reaper_reason = %j.reason,
-            "young tree root={}: {}", assessment.snapshot.procs[j.root].pid(), j.reason
-        );
+    // Every kept tree is explained; live ones only at debug level, since a
+    // timer runs this every few minutes.
+    let mut kept = Vec::new();
+    for j in assessment.judgements.iter().filter(|j| !j.reap) {
+        let root = &assessment.snapshot.procs[j.root];
+        let line =
+            format!("{} tree root={} ({}): {}", j.verdict, root.pid(), crate::policy::short_cmd(root, 60), j.reason);
+        if j.verdict == Verdict::Live {
+            tracing::debug!(reaper_action = "keep", reaper_verdict = j.verdict.as_str(), reaper_root_pid = root.pid().get(), reaper_reason = %j.reason, "{line}");
+        } else {
+            tracing::info!(reaper_action = "keep", reaper_verdict = j.verdict.as_str(), reaper_root_pid = root.pid().get(), reaper_reason = %j.reason, "{line}");
+        }
+        kept.push(KeptTree { verdict: j.verdict, root: root.pid().get(), reason: j.reason.clone() });
     }
     let planned = orders.len();
     let outcomes =
@@ -209,7 +222,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         summary.line(mode == Mode::DryRun, planned)
     );
     if args.json {
-        let j = OnceJson { mode, outcomes: &outcomes, summary: &summary };
+        let j = OnceJson { mode, outcomes: &outcomes, kept: &kept, summary: &summary };
         println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
     }
     match saved {

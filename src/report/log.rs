@@ -29,10 +29,15 @@ pub fn init(level: &str, target: LogTarget, ident: &str) -> &'static str {
         LogTarget::Stderr => false,
         LogTarget::Auto => std::env::var_os("JOURNAL_STREAM").is_some(),
     };
-    if want_journal && let Ok(layer) = tracing_journald::layer() {
-        let layer = layer.with_field_prefix(None).with_syslog_identifier(ident.to_string());
-        let _ = tracing_subscriber::registry().with(filter).with(layer).try_init();
-        return "journald";
+    if want_journal {
+        match tracing_journald::layer() {
+            Ok(layer) => {
+                let layer = layer.with_field_prefix(None).with_syslog_identifier(ident.to_string());
+                let _ = tracing_subscriber::registry().with(filter).with(layer).try_init();
+                return "journald";
+            }
+            Err(e) => eprintln!("{ident}: journald is not reachable ({e}); logging to stderr"),
+        }
     }
     // On stderr the message says it all; the fields are for journald.
     let message_only = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
