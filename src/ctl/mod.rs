@@ -199,8 +199,15 @@ fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<p
     match proto::call(&mut stream, &proto::Request { v: proto::VERSION, cmd }) {
         Ok(r) if r.ok || r.reload.is_some() => Ok(r),
         Ok(r) => {
-            eprintln!("reaperctl: {}", r.error.unwrap_or_else(|| "request failed".into()));
-            Err(ExitCode::from(if r.reload.is_some() { exit::CONFIG } else { exit::NOPERM }))
+            let msg = r.error.unwrap_or_else(|| "request failed".into());
+            eprintln!("reaperctl: {msg}");
+            Err(ExitCode::from(if r.reload.is_some() {
+                exit::CONFIG
+            } else if msg.starts_with("busy") {
+                exit::TEMPFAIL
+            } else {
+                exit::NOPERM
+            }))
         }
         Err(e) => {
             eprintln!("reaperctl: talking to the daemon at {}: {e}", path.display());

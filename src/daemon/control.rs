@@ -67,25 +67,60 @@ pub fn bind(socket: &Path) -> io::Result<UnixListener> {
     Ok(l)
 }
 
+/// Connections one unprivileged uid may hold at once: a user flooding the
+/// socket only uses up its own share.
+pub const PER_UID: usize = 4;
+/// Extra slots only root and the daemon's own user may use, so they always
+/// get an answer.
+pub const RESERVED: usize = 8;
+
 pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx: mpsc::Sender<LoopRequest>) {
     let slots = std::sync::Arc::new(Semaphore::new(MAX_CLIENTS));
+    let reserve = std::sync::Arc::new(Semaphore::new(RESERVED));
+    let per_uid: Rc<RefCell<std::collections::HashMap<u32, usize>>> = Rc::default();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await; // EMFILE and friends
             continue;
         };
+        let Ok(peer) = rustix::net::sockopt::socket_peercred(&stream) else { continue };
+        let uid = peer.uid.as_raw();
+        let privileged = uid == 0 || uid == shared.borrow().self_uid;
+        let count = per_uid.borrow().get(&uid).copied().unwrap_or(0);
+        let permit = if !privileged && count >= PER_UID {
+            None
+        } else {
+            slots
+                .clone()
+                .try_acquire_owned()
+                .ok()
+                .or_else(|| if privileged { reserve.clone().try_acquire_owned().ok() } else { None })
+        };
         let shared = shared.clone();
         let loop_tx = loop_tx.clone();
-        match slots.clone().try_acquire_owned() {
-            Ok(permit) => {
+        match permit {
+            Some(permit) => {
+                *per_uid.borrow_mut().entry(uid).or_default() += 1;
+                let per_uid = per_uid.clone();
                 tokio::task::spawn_local(async move {
                     let _permit = permit;
                     let _ = tokio::time::timeout(CLIENT_TIMEOUT, client(stream, shared, loop_tx)).await;
+                    let mut m = per_uid.borrow_mut();
+                    if let Some(n) = m.get_mut(&uid) {
+                        *n -= 1;
+                        if *n == 0 {
+                            m.remove(&uid);
+                        }
+                    }
                 });
             }
-            Err(_) => {
+            None => {
                 tokio::task::spawn_local(async move {
                     let mut stream = stream;
+                    // Take the request off the wire first, so the client's
+                    // write succeeds and it reads the answer.
+                    let mut sink = [0u8; 4096];
+                    let _ = tokio::time::timeout(Duration::from_millis(100), stream.read(&mut sink)).await;
                     let _ = tokio::time::timeout(
                         Duration::from_millis(200),
                         stream.write_all(&proto::encode(&Reply::error("busy: too many clients, try again"))),
