@@ -106,8 +106,8 @@ impl std::error::Error for ConfigErrors {}
 
 // ---- the file format: every key optional, every value with its span ----
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+/// One file's values; filled key by key in [`parse_layer`].
+#[derive(Default)]
 struct FileLayer {
     reaper: Option<FileReaper>,
     patterns: Option<FilePatterns>,

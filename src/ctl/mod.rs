@@ -108,14 +108,11 @@ pub fn load_config(config: &Option<PathBuf>, prog: &str) -> Result<Config, ExitC
 
 /// Grace state as the daemon last wrote it, read-only. Absent or broken: empty.
 pub fn read_grace(cfg: &Config) -> GraceBook {
-    let path = crate::paths::state_file(cfg);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => GraceBook::from_json(&text).unwrap_or_else(|e| {
-            eprintln!("reaperctl: warning: ignoring {}: {e}", path.display());
-            GraceBook::default()
-        }),
-        Err(_) => GraceBook::default(),
+    let (book, warning) = crate::state::load(&crate::paths::state_file(cfg));
+    if let Some(w) = warning {
+        eprintln!("reaperctl: warning: {w}");
     }
+    book
 }
 
 pub fn main() -> ExitCode {

@@ -31,10 +31,6 @@ impl GraceBook {
         self.first_seen.get(&root).copied()
     }
 
-    pub fn len(&self) -> usize {
-        self.first_seen.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.first_seen.is_empty()
     }

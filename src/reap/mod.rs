@@ -370,8 +370,14 @@ fn adopt_new_children(procfs: &ProcFs, r: &mut Run) -> usize {
     let mut known: HashSet<Pid> = r.targets.iter().map(|t| t.id.pid).collect();
     let mut frontier: Vec<Pid> = r.live().map(|t| t.id.pid).collect();
     let mut added = 0;
+    // Without task/*/children, one scan of /proc serves every parent.
+    let mut scanned: Option<Snapshot> = None;
     while let Some(parent) = frontier.pop() {
-        for child in procfs.children(parent) {
+        let children = procfs.children(parent).unwrap_or_else(|| {
+            let snap = scanned.get_or_insert_with(|| procfs.snapshot().unwrap_or_default());
+            snap.procs.iter().filter(|p| p.ppid == Some(parent)).map(|p| p.pid()).collect()
+        });
+        for child in children {
             if !known.insert(child) {
                 continue;
             }

@@ -197,14 +197,6 @@ impl ScanCache {
     pub fn invalidate(&mut self, pid: Pid) {
         self.stale.insert(pid);
     }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
 }
 
 /// A `/proc` to read: the real one, or a fixture tree in tests.
@@ -352,6 +344,14 @@ impl ProcFs {
         }
     }
 
+    /// The `/proc/PID` dirfd of `id`, checked through that same fd to still be
+    /// the process with `id`'s start time (not a reused pid).
+    fn open_verified(&self, id: Identity, buf: &mut Vec<u8>) -> Option<OwnedFd> {
+        let dir = self.open_pid_dir(id.pid)?;
+        read_at(&dir, "stat", buf).ok()?;
+        (parse::parse_stat(buf).ok()?.start_time == id.start_time.0).then_some(dir)
+    }
+
     fn open_pid_dir(&self, pid: Pid) -> Option<OwnedFd> {
         let path = self.root.join(pid.to_string());
         rustix::fs::open(&path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()
@@ -378,12 +378,8 @@ impl ProcFs {
     /// Reads [`Details`] for one process, checking through the same directory fd
     /// that it is still the process we scanned. `None` if it is gone or reused.
     pub fn details(&self, id: Identity) -> Option<Details> {
-        let dir = self.open_pid_dir(id.pid)?;
         let mut buf = Vec::with_capacity(2048);
-        read_at(&dir, "stat", &mut buf).ok()?;
-        if parse::parse_stat(&buf).ok()?.start_time != id.start_time.0 {
-            return None;
-        }
+        let dir = self.open_verified(id, &mut buf)?;
         let mut d = Details::default();
         match read_at(&dir, "status", &mut buf) {
             Ok(()) => {
@@ -416,12 +412,12 @@ impl ProcFs {
         }
     }
 
-    /// Children of a process from `task/*/children` (CONFIG_PROC_CHILDREN),
-    /// or, when the kernel lacks it, from a scan of all processes.
-    pub fn children(&self, pid: Pid) -> Vec<Pid> {
+    /// Children of a process from `task/*/children`, or `None` when this
+    /// kernel lacks them (CONFIG_PROC_CHILDREN) and the caller must scan.
+    pub fn children(&self, pid: Pid) -> Option<Vec<Pid>> {
         let tasks = self.root.join(pid.to_string()).join("task");
         let mut out = Vec::new();
-        let Ok(rd) = std::fs::read_dir(&tasks) else { return out };
+        let Ok(rd) = std::fs::read_dir(&tasks) else { return Some(out) }; // gone
         let mut any_file = false;
         for t in rd.flatten() {
             if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
@@ -429,10 +425,7 @@ impl ProcFs {
                 out.extend(text.split_whitespace().filter_map(Pid::parse));
             }
         }
-        if !any_file && let Ok(snap) = self.snapshot() {
-            out.extend(snap.procs.iter().filter(|p| p.ppid == Some(pid)).map(|p| p.pid()));
-        }
-        out
+        any_file.then_some(out)
     }
 
     /// The command line of one pid, read now (joined, lossy).
@@ -453,12 +446,8 @@ impl ProcFs {
 
     /// PSS + SwapPss of one process, or `None` when `smaps_rollup` is unreadable.
     pub fn rollup(&self, id: Identity) -> Option<Rollup> {
-        let dir = self.open_pid_dir(id.pid)?;
         let mut buf = Vec::with_capacity(1024);
-        read_at(&dir, "stat", &mut buf).ok()?;
-        if parse::parse_stat(&buf).ok()?.start_time != id.start_time.0 {
-            return None;
-        }
+        let dir = self.open_verified(id, &mut buf)?;
         read_at(&dir, "smaps_rollup", &mut buf).ok()?;
         parse::parse_smaps_rollup(&buf)
     }
