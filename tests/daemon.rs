@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, Spec, TempDir, alive, find_tool, is_root, reaperctl, skip, wait_until, world_executable};
+use common::{
+    Sandbox, Spec, TempDir, alive, find_tool, is_root, reaperctl, s, skip, text, wait_until, world_executable,
+};
 use rustix::process::Signal;
 use serde_json::Value;
 
@@ -26,14 +28,6 @@ const CLAUDE: &[&str] = &["claude", "--resume"];
 const NPM_PLAYWRIGHT: &[&str] = &["npm", "exec", "@playwright/mcp@latest"];
 const NODE_PLAYWRIGHT: &[&str] = &["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"];
 const BYSTANDER: &[&str] = &["sleep", "600"];
-
-fn s(x: impl ToString) -> String {
-    x.to_string()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// `claude → npm exec @playwright/mcp → node playwright-mcp`, and a bystander.
 fn playwright_sandbox() -> Sandbox {

@@ -11,7 +11,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{TempDir, reaperctl, scan_json};
+use common::{TempDir, member, reaperctl, scan_json, tree_rooted_at};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -61,15 +61,6 @@ fn scan(dir: &TempDir, root: &Path, min_uid: u32) -> Value {
     scan_json(&cfg, &["--proc-root", root.to_str().unwrap()])
 }
 
-fn tree(v: &Value, root: i32) -> &Value {
-    v["trees"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["root"] == root)
-        .unwrap_or_else(|| panic!("no tree rooted at {root}: {v:#}"))
-}
-
 fn roots(v: &Value) -> Vec<i64> {
     v["trees"].as_array().unwrap().iter().map(|t| t["root"].as_i64().unwrap()).collect()
 }
@@ -78,17 +69,8 @@ fn members(t: &Value) -> Vec<i64> {
     t["members"].as_array().unwrap().iter().map(|m| m["pid"].as_i64().unwrap()).collect()
 }
 
-fn member(t: &Value, pid: i32) -> &Value {
-    t["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["pid"] == pid)
-        .unwrap_or_else(|| panic!("{pid} is not a member: {t:#}"))
-}
-
 fn verdict(v: &Value, root: i32) -> (String, bool, String) {
-    let t = tree(v, root);
+    let t = tree_rooted_at(v, root);
     (
         t["verdict"].as_str().unwrap().to_string(),
         t["reap"].as_bool().unwrap(),
@@ -114,7 +96,7 @@ fn full_fixture_with_self_gives_every_verdict() {
 
     // A: npm exec adopted by systemd --user; the setsid'd chrome and its zombie child go with it.
     assert_verdict(&v, 1000, "orphan", true, "adopted by /usr/lib/systemd/systemd --user (pid 900)");
-    let a = tree(&v, 1000);
+    let a = tree_rooted_at(&v, 1000);
     assert_eq!(members(a), [1000, 1001, 1002, 1003]);
     assert_eq!(a["owner"]["pid"], 900);
     assert_eq!(member(a, 1002)["sid"], 1002);
@@ -130,12 +112,12 @@ fn full_fixture_with_self_gives_every_verdict() {
 
     // B: claude with a live terminal above it.
     assert_verdict(&v, 2001, "live", false, "host claude --resume (pid 2000) is alive with terminal /dev/pts/1");
-    assert_eq!(tree(&v, 2001)["host"]["pid"], 2000);
-    assert_eq!(members(tree(&v, 2001)), [2001, 2002]);
+    assert_eq!(tree_rooted_at(&v, 2001)["host"]["pid"], 2000);
+    assert_eq!(members(tree_rooted_at(&v, 2001)), [2001, 2002]);
 
     // C: the host's terminal is gone: the tree grows to the host.
     assert_verdict(&v, 3000, "stale", true, "(pid 3000) is alive but its terminal /dev/pts/7 (deleted) is gone");
-    let c = tree(&v, 3000);
+    let c = tree_rooted_at(&v, 3000);
     assert_eq!(members(c), [3000, 3001]);
     assert_eq!(c["host"]["pid"], 3000);
     assert_eq!(c["owner"]["pid"], 900);
@@ -143,12 +125,12 @@ fn full_fixture_with_self_gives_every_verdict() {
 
     // D: hostile comms; an orphan like any other.
     assert_verdict(&v, 4000, "orphan", true, "(pid 900)");
-    assert_eq!(members(tree(&v, 4000)), [4000, 4001]);
+    assert_eq!(members(tree_rooted_at(&v, 4000)), [4000, 4001]);
 
     // E: non-UTF-8 argv.
     assert_verdict(&v, 5000, "orphan", true, "adopted by");
     assert_eq!(
-        member(tree(&v, 5000), 5000)["cmdline"],
+        member(tree_rooted_at(&v, 5000), 5000)["cmdline"],
         "python3 -m mcp_server_git --repository /home/u/caf\u{fffd}/\u{fffd}"
     );
 
@@ -160,7 +142,7 @@ fn full_fixture_with_self_gives_every_verdict() {
 
     // H: root's orphan, adopted by PID 1; min_uid = 0 makes it a target.
     assert_verdict(&v, 8000, "orphan", true, "adopted by PID 1");
-    assert_eq!(members(tree(&v, 8000)), [8000, 8001]);
+    assert_eq!(members(tree_rooted_at(&v, 8000)), [8000, 8001]);
 
     // I: a member whose status vanished cannot be inspected: keep.
     assert_verdict(&v, 8100, "protected", false, "cannot tell which PID namespace member");
@@ -168,7 +150,7 @@ fn full_fixture_with_self_gives_every_verdict() {
 
     // J: the reaper (self = 4242) runs below this server: never touched.
     assert_verdict(&v, 9000, "protected", false, "contains mcp-reaper itself or one of its ancestors");
-    assert_eq!(members(tree(&v, 9000)), [9000, 9001, 4242]);
+    assert_eq!(members(tree_rooted_at(&v, 9000)), [9000, 9001, 4242]);
 
     let s = &v["summary"];
     assert_eq!(s["trees"], 10);
@@ -185,7 +167,7 @@ fn full_fixture_with_self_gives_every_verdict() {
 fn hostile_comm_fields_parse_right() {
     let (dir, root) = materialize("proc-basic", Some(4242));
     let v = scan(&dir, &root, 0);
-    let d = tree(&v, 4000);
+    let d = tree_rooted_at(&v, 4000);
     let m = member(d, 4000);
     assert_eq!(m["ppid"], 900, "{m:#}");
     assert_eq!(m["pgid"], 4000);
@@ -247,7 +229,7 @@ fn stored_fixture_without_links_is_read_as_plain_files() {
     assert_verdict(&v, 2001, "live", false, "(no terminal: headless or IDE)");
     assert_verdict(&v, 1000, "protected", false, "cannot tell which PID namespace member");
     assert_eq!(v["summary"]["reap_trees"], 0);
-    assert_eq!(member(tree(&v, 4000), 4000)["start_time"], 7_654_321);
+    assert_eq!(member(tree_rooted_at(&v, 4000), 4000)["start_time"], 7_654_321);
 }
 
 #[test]

@@ -16,8 +16,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Sandbox, Spec, alive, example_path, find_tool, is_root, monotonic_ns, pgid_of, pgid_sid_of, ppid_of, reaperd, skip,
-    stat_of, wait_until, world_executable,
+    Sandbox, Spec, alive, example_path, find_tool, is_root, monotonic_ns, pgid_of, pgid_sid_of, ppid_of, reaperd, s,
+    skip, stat_of, text, wait_until, world_executable,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -30,14 +30,6 @@ const CHROME: &[&str] = &["/opt/google/chrome/chrome", "--headless", "--user-dat
 const BYSTANDER: &[&str] = &["sleep", "600"];
 
 // ------------------------------------------------------------------ helpers
-
-fn s(x: impl ToString) -> String {
-    x.to_string()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// `mcp-reaperd --once --json --scope S --config C [extra…]`, asserting exit
 /// 0; the parsed stdout and the raw output.

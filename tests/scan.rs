@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Sandbox, Spec, TempDir, alive, ppid_of, reaperctl, scan_json, wait_until};
+use common::{Sandbox, Spec, TempDir, alive, member, ppid_of, reaperctl, scan_json, tree_rooted_at, wait_until};
 use serde_json::Value;
 
 const CLAUDE: &[&str] = &["claude", "--resume"];
@@ -41,21 +41,8 @@ fn only_tree(v: &Value) -> &Value {
     &t[0]
 }
 
-fn tree_rooted_at(v: &Value, root: i32) -> &Value {
-    trees(v).iter().find(|t| t["root"] == root).unwrap_or_else(|| panic!("no tree rooted at {root}: {v:#}"))
-}
-
 fn member_pids(t: &Value) -> Vec<i32> {
     t["members"].as_array().unwrap().iter().map(|m| m["pid"].as_i64().unwrap() as i32).collect()
-}
-
-fn member(t: &Value, pid: i32) -> &Value {
-    t["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["pid"] == pid)
-        .unwrap_or_else(|| panic!("{pid} is not a member: {t:#}"))
 }
 
 fn reason(t: &Value) -> &str {

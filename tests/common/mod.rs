@@ -628,3 +628,34 @@ impl Drop for Sandbox {
         let _ = self.scope.wait();
     }
 }
+
+// ---------------------------------------------------------------- JSON and text
+
+pub fn s(x: impl ToString) -> String {
+    x.to_string()
+}
+
+/// Process output as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The tree of a `scan --json` report rooted at `root`.
+pub fn tree_rooted_at(v: &Value, root: i32) -> &Value {
+    v["trees"]
+        .as_array()
+        .expect("trees is an array")
+        .iter()
+        .find(|t| t["root"] == root)
+        .unwrap_or_else(|| panic!("no tree rooted at {root}: {v:#}"))
+}
+
+/// The member `pid` of a tree.
+pub fn member(t: &Value, pid: i32) -> &Value {
+    t["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["pid"] == pid)
+        .unwrap_or_else(|| panic!("{pid} is not a member: {t:#}"))
+}
