@@ -11,19 +11,21 @@
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use mcp_reaper::ids::{Identity, Pid, StartTime};
+use mcp_reaper::ids::Pid;
 use mcp_reaper::policy::Verdict;
 use mcp_reaper::reap::{self, Order, Settings};
 use mcp_reaper::scan::ProcFs;
 
-fn identity(procfs: &ProcFs, pid: u32) -> Identity {
+/// A one-process order, read the way a scan reads it.
+fn order(procfs: &ProcFs, pid: u32) -> Order {
     let pid = Pid::new(pid as i32).expect("child pid");
-    let st = procfs.stat(pid).expect("child is alive");
-    Identity { pid, start_time: StartTime(st.start_time) }
-}
-
-fn order(ids: Vec<Identity>) -> Order {
-    Order { verdict: Verdict::Orphan, reason: "bench".into(), root: ids[0], root_cmd: "bench".into(), members: ids }
+    let mut p = procfs.process(pid).expect("child is alive");
+    while !p.identity_settled() {
+        // Read within its start tick: the policy would wait for the next scan too.
+        std::thread::sleep(Duration::from_millis(2));
+        p = procfs.process(pid).expect("child is alive");
+    }
+    Order::new(Verdict::Orphan, "bench".into(), &p, &[&p])
 }
 
 /// Spawns `sleep` and waits until it has exec'd (its comm is "sleep").
@@ -51,9 +53,8 @@ fn main() {
     let mut pidfd_ms = Vec::new();
     for _ in 0..runs {
         let mut c = spawn("exec sleep 600");
-        let id = identity(&procfs, c.id());
         let t = Instant::now();
-        let out = reap::terminate(&procfs, vec![order(vec![id])], &settings);
+        let out = reap::terminate(&procfs, vec![order(&procfs, c.id())], &settings);
         pidfd_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(out[0].gone, 1, "{}", out[0].line());
         c.wait().unwrap();
@@ -81,7 +82,7 @@ fn main() {
     for _ in 0..3 {
         // Ten stubborn trees in one cycle: they must cost one timeout, not ten.
         let mut kids: Vec<Child> = (0..10).map(|_| spawn("trap '' TERM; exec sleep 600")).collect();
-        let orders = kids.iter().map(|c| order(vec![identity(&procfs, c.id())])).collect();
+        let orders = kids.iter().map(|c| order(&procfs, c.id())).collect();
         let t = Instant::now();
         let out = reap::terminate(&procfs, orders, &settings);
         stubborn_ms.push(t.elapsed().as_secs_f64() * 1000.0);

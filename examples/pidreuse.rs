@@ -1,34 +1,38 @@
-//! PID reuse against `reap::terminate`, for the integration tests.
+//! PID reuse against the real scan → order → `reap::terminate` path, for the
+//! integration tests.
 //!
 //! Must run as PID 1 of a new PID namespace, as root:
 //!
 //! ```sh
-//! unshare --pid --fork --mount-proc target/debug/examples/pidreuse 200
+//! unshare --pid --fork --mount-proc target/debug/examples/pidreuse [--same-tick] 2000
 //! ```
 //!
-//! Each attempt: spawn `sleep 600` as child A and read its identity (pid,
-//! start time); kill A and wait for it; write `A.pid - 1` to
-//! `/proc/sys/kernel/ns_last_pid` so the next child, B, gets A's pid; then ask
-//! `reap::terminate` to end A — by its stale identity — and check that B, the
-//! innocent process now holding that pid, was not touched.
+//! Each attempt: spawn `sleep 600` as child A and read it the way a scan does
+//! (`ProcFs::process`); kill A and wait for it; write `A.pid - 1` to
+//! `/proc/sys/kernel/ns_last_pid` so the next child, B, gets A's pid; then
+//! build the order for A from that read — by its stale identity — and hand it
+//! to `reap::terminate`, and check that B, the innocent process now holding
+//! the pid, was not touched.
 //!
-//! `/proc/PID/stat`'s start time counts clock ticks (10 ms), so B is only
-//! spawned once the tick A started in is over: two processes started in the
-//! same tick have the same identity. `--same-tick` skips that wait, to show
-//! what happens then (a reuse inside one tick); its wrong kills are reported
-//! as `same_tick_wrong_kills`, not `wrong_kills`.
+//! `stat`'s start time counts 10 ms ticks. By default A is read once the tick
+//! it started in is over, so B starts in a later tick and only the start-time
+//! check stands between B and the signal. With `--same-tick` A is read and B
+//! is spawned at once, so
+//! most reuses land in A's start tick and B has A's exact identity: only the
+//! settled-identity rule (a process read within its own start tick is not
+//! acted on) keeps B safe. Those refusals are counted as `unsettled`.
 //!
-//! Prints one line: `reuse attempts=N reused=M wrong_kills=K same_tick=S
-//! same_tick_wrong_kills=T` and exits 0 (1 on a setup failure). Only its own
-//! children are ever signalled, and all of them die with the namespace.
+//! Prints one line: `reuse attempts=N reused=M same_tick=S unsettled=U
+//! wrong_kills=K` and exits 0 (1 on a setup failure). Only its own children
+//! are ever signalled, and all of them die with the namespace.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_reaper::ids::{Identity, Pid, StartTime};
+use mcp_reaper::ids::Pid;
 use mcp_reaper::policy::Verdict;
 use mcp_reaper::reap::{self, Order, Settings};
-use mcp_reaper::scan::ProcFs;
+use mcp_reaper::scan::{ProcFs, Process};
 
 fn fail(msg: &str) -> ! {
     eprintln!("pidreuse: {msg}");
@@ -44,10 +48,10 @@ fn spawn_sleep() -> Child {
         .unwrap_or_else(|e| fail(&format!("spawning sleep: {e}")))
 }
 
-fn identity(procfs: &ProcFs, child: &Child) -> Identity {
+/// The child as a scan reads it.
+fn read(procfs: &ProcFs, child: &Child) -> Process {
     let pid = Pid::new(child.id() as i32).unwrap_or_else(|| fail("child pid"));
-    let st = procfs.stat(pid).unwrap_or_else(|| fail("a child just spawned has no /proc entry"));
-    Identity { pid, start_time: StartTime(st.start_time) }
+    procfs.process(pid).unwrap_or_else(|| fail("a child just spawned has no /proc entry"))
 }
 
 /// Clock ticks since boot now, on the clock start times are counted in.
@@ -78,21 +82,24 @@ fn main() {
     let tck = rustix::param::clock_ticks_per_second();
     let settings =
         Settings { term_timeout: Duration::from_millis(200), kill_wait: Duration::from_millis(200), dry_run: false };
-    let (mut reused, mut wrong, mut same, mut same_wrong) = (0usize, 0usize, 0usize, 0usize);
+    let (mut reused, mut wrong, mut same, mut unsettled) = (0usize, 0usize, 0usize, 0usize);
     for _ in 0..n {
         let a = spawn_sleep();
-        let a_id = identity(&procfs, &a);
-        kill_and_wait(a);
         if !same_tick {
-            // B must start in a later tick than A, or the two are one identity.
+            // Read A only once its start tick is over: its identity is then
+            // settled, and B necessarily starts in a later tick.
+            let start = read(&procfs, &a).id.start_time.0;
             let t = Instant::now();
-            while now_ticks(tck) <= a_id.start_time.0 {
+            while now_ticks(tck) <= start {
                 if t.elapsed() > Duration::from_secs(1) {
                     fail("the boot-time clock does not advance");
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
+        let a_proc = read(&procfs, &a);
+        let a_id = a_proc.id;
+        kill_and_wait(a);
         std::fs::write("/proc/sys/kernel/ns_last_pid", format!("{}", a_id.pid.get() - 1))
             .unwrap_or_else(|e| fail(&format!("writing ns_last_pid: {e}")));
         let mut b = spawn_sleep();
@@ -101,34 +108,24 @@ fn main() {
             continue;
         }
         reused += 1;
-        let b_id = identity(&procfs, &b);
-        let one_tick = b_id.start_time == a_id.start_time;
-        same += usize::from(one_tick);
-        let order = Order {
-            verdict: Verdict::Orphan,
-            reason: "pid reuse test".into(),
-            root: a_id,
-            root_cmd: "sleep 600".into(),
-            members: vec![a_id],
-        };
+        let b_id = read(&procfs, &b).id;
+        same += usize::from(b_id.start_time == a_id.start_time);
+        unsettled += usize::from(!a_proc.identity_settled());
+        let order = Order::new(Verdict::Orphan, "pid reuse test".into(), &a_proc, &[&a_proc]);
         let out = reap::terminate(&procfs, vec![order], &settings);
         let o = &out[0];
         let b_alive = matches!(b.try_wait(), Ok(None));
-        let ok = b_alive && o.dropped == 1 && o.gone == 0 && o.members == 0;
-        if !ok {
-            if one_tick {
-                same_wrong += 1;
-            } else {
-                wrong += 1;
-                eprintln!(
-                    "pidreuse: wrong kill: A={a_id} B={b_id} b_alive={b_alive} dropped={} gone={} members={}",
-                    o.dropped, o.gone, o.members
-                );
-            }
+        if !(b_alive && o.dropped == 1 && o.gone == 0 && o.members == 0) {
+            wrong += 1;
+            eprintln!(
+                "pidreuse: wrong kill: A={a_id} (settled: {}) B={b_id} b_alive={b_alive} dropped={} gone={} members={}",
+                a_proc.identity_settled(),
+                o.dropped,
+                o.gone,
+                o.members
+            );
         }
         kill_and_wait(b);
     }
-    println!(
-        "reuse attempts={n} reused={reused} wrong_kills={wrong} same_tick={same} same_tick_wrong_kills={same_wrong}"
-    );
+    println!("reuse attempts={n} reused={reused} same_tick={same} unsettled={unsettled} wrong_kills={wrong}");
 }

@@ -156,18 +156,11 @@ pub fn plan_from(
         .judgements
         .iter()
         .filter(|j| j.reap && wanted.contains(&j.root_id(&fresh.snapshot)))
-        .map(|j| crate::reap::Order {
-            verdict: j.verdict,
-            reason: j.reason.clone(),
-            root: j.root_id(&fresh.snapshot),
-            root_cmd: policy::short_cmd(&fresh.snapshot.procs[j.root], 60),
-            members: j
-                .members
-                .iter()
-                .map(|&(m, _)| &fresh.snapshot.procs[m])
-                .filter(|p| !p.state.is_zombie())
-                .map(|p| p.id)
-                .collect(),
+        .map(|j| {
+            let snap = &fresh.snapshot;
+            let members: Vec<_> =
+                j.members.iter().map(|&(m, _)| &snap.procs[m]).filter(|p| !p.state.is_zombie()).collect();
+            crate::reap::Order::new(j.verdict, j.reason.clone(), &snap.procs[j.root], &members)
         })
         .collect();
     Ok((fresh, orders))

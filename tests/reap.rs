@@ -508,28 +508,39 @@ fn reused_pid_is_never_signalled() {
         return skip(TEST, "unshare (util-linux) is not installed");
     };
     let bin = example_path("pidreuse");
-    // Everything this runs lives in a PID namespace of its own, whose PID 1
-    // is the pidreuse example: all of it dies with that process.
-    let out = Command::new(unshare)
-        .args(["--pid", "--fork", "--mount-proc"])
-        .arg(&bin)
-        .arg("200")
-        .stdin(Stdio::null())
-        .output()
-        .expect("running unshare");
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "pidreuse failed: {:?}\n{stdout}\n{stderr}", out.status);
-    let line = stdout.lines().find(|l| l.starts_with("reuse ")).unwrap_or_else(|| panic!("no summary: {stdout}"));
-    eprintln!("{line}");
-    let field = |k: &str| -> u64 {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("{k}=")))
-            .and_then(|x| x.parse().ok())
-            .unwrap_or_else(|| panic!("no {k} in {line:?}"))
-    };
-    assert_eq!(field("attempts"), 200, "{line}");
-    assert_eq!(field("wrong_kills"), 0, "a reused pid was signalled: {line}\n{stderr}");
-    assert!(field("reused") > 0, "the pid was never reused, nothing was tested: {line}");
+    // 500 reuses in a later tick than the victim's start (the start-time check
+    // must refuse them) and 1500 in the same tick (identical identities: the
+    // settled-identity rule must refuse them).
+    for (args, n) in [(&[][..], 500u64), (&["--same-tick"][..], 1500)] {
+        // Everything this runs lives in a PID namespace of its own, whose
+        // PID 1 is the pidreuse example: all of it dies with that process.
+        let out = Command::new(&unshare)
+            .args(["--pid", "--fork", "--mount-proc"])
+            .arg(&bin)
+            .args(args)
+            .arg(n.to_string())
+            .stdin(Stdio::null())
+            .output()
+            .expect("running unshare");
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "pidreuse failed: {:?}\n{stdout}\n{stderr}", out.status);
+        let line = stdout.lines().find(|l| l.starts_with("reuse ")).unwrap_or_else(|| panic!("no summary: {stdout}"));
+        eprintln!("pidreuse {args:?}: {line}");
+        let field = |k: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("no {k} in {line:?}"))
+        };
+        assert_eq!(field("attempts"), n, "{line}");
+        assert_eq!(field("wrong_kills"), 0, "a reused pid was signalled: {line}\n{stderr}");
+        assert!(field("reused") > n / 2, "the pid was seldom reused, little was tested: {line}");
+        if args.is_empty() {
+            assert_eq!(field("same_tick"), 0, "{line}");
+        } else {
+            assert!(field("same_tick") > 0, "no reuse landed in the victim's tick, nothing was tested: {line}");
+        }
+    }
 }
 
 // ------------------------------------------------------------------ 9. other users

@@ -143,9 +143,31 @@ pub fn judge(snap: &Snapshot, forest: &Forest, shapes: &[TreeShape], inp: &Input
             j.reason = format!("{}; kept: {reason}", j.reason);
         } else if j.candidate {
             apply_grace(snap, j, inp);
+            hold_unsettled(snap, j);
         }
     }
     out
+}
+
+/// Time after which an unsettled identity has settled (one 10 ms tick, and
+/// some slack for the next scan to start after it).
+const SETTLE: Duration = Duration::from_millis(20);
+
+/// A member read within its own start tick may yet be replaced by a same-tick
+/// newcomer with the same identity: wait for the next scan rather than act.
+fn hold_unsettled(snap: &Snapshot, j: &mut Judgement) {
+    if !j.reap {
+        return;
+    }
+    let Some(&(m, _)) = j.members.iter().find(|&&(m, _)| !snap.procs[m].identity_settled()) else { return };
+    j.verdict = Verdict::Young;
+    j.reap = false;
+    j.grace_left = Some(SETTLE);
+    j.reason = format!(
+        "{}; member {} started less than a clock tick before the scan, so it is confirmed on the next one",
+        j.reason,
+        name(&snap.procs[m])
+    );
 }
 
 fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs<'_>) -> Judgement {

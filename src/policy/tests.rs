@@ -71,6 +71,7 @@ impl World {
                 exe: None,
                 fds: [None, None, None],
             })),
+            checked_tick: u64::MAX,
         });
         self.procs.last_mut().unwrap()
     }
@@ -118,6 +119,28 @@ fn orphan_adopted_by_pid1_is_reaped_from_the_wrapper_down() {
     assert_eq!(root, 200, "the wrapper with the dead parent is the root, not the node below it");
     assert_eq!(members, vec![200, 201, 202, 203], "setsid helper included");
     assert!(reason.contains("adopted by PID 1"), "{reason}");
+}
+
+#[test]
+fn orphan_with_a_member_read_in_its_own_start_tick_waits_for_the_next_scan() {
+    let mut w = World::new();
+    playwright_under(&mut w, 1);
+    // Chrome was read within the tick it started in: a same-tick pid reuse
+    // could still hide behind its identity.
+    let chrome = w.procs.iter_mut().find(|p| p.pid().get() == 202).unwrap();
+    chrome.checked_tick = chrome.id.start_time.0;
+    let (snap, js) = w.judge();
+    let j = &js[0];
+    assert_eq!(j.verdict, Verdict::Young, "{}", j.reason);
+    assert!(!j.reap && j.candidate, "held, not dropped from the grace book");
+    assert!(j.grace_left.is_some_and(|d| d <= Duration::from_millis(50)), "{:?}", j.grace_left);
+    assert!(j.reason.contains("pid 202") && j.reason.contains("clock tick"), "{}", j.reason);
+    assert_eq!(snap.procs[j.root].pid().get(), 200);
+
+    // Read again a tick later: reaped.
+    let chrome = w.procs.iter_mut().find(|p| p.pid().get() == 202).unwrap();
+    chrome.checked_tick = chrome.id.start_time.0 + 1;
+    assert_eq!(w.one().0, Verdict::Orphan);
 }
 
 #[test]
@@ -389,4 +412,21 @@ fn vanished_parent_is_kept() {
     let (v, _, _, reason) = w.one();
     assert_eq!(v, Verdict::Foreign);
     assert!(reason.contains("not readable"), "{reason}");
+}
+
+#[test]
+fn secrets_are_matched_raw_but_shown_masked() {
+    let mut w = World::new();
+    w.add(100, 1, "claude --api-key=SEKRET0");
+    w.add(200, 100, "node /usr/lib/mcp-remote --token=SEKRETSEKRETSEKRET");
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Live);
+    assert!(reason.contains("--api-key=***") && !reason.contains("SEKRET"), "{reason}");
+    // Cut after masking: a secret straddling the cut leaks no prefix.
+    let p = w.procs.iter().find(|p| p.pid().get() == 200).unwrap();
+    assert_eq!(short_cmd(p, 40), "node /usr/lib/mcp-remote --token=***");
+    assert_eq!(short_cmd(p, 30), "node /usr/lib/mcp-remote --to…");
+    // protect still sees the real command line.
+    let w = w.cfg("[reaper]\ngrace_secs = 0\n[patterns]\nprotect = ['--token=SEKRETSEKRET']\n");
+    assert_eq!(w.one().0, Verdict::Protected);
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::ids::{Identity, Pid};
 use crate::policy::Verdict;
-use crate::scan::{MemInfo, ProcFs, Snapshot};
+use crate::scan::{MemInfo, ProcFs, Process, Snapshot};
 use crate::sys;
 
 /// A tree the policy wants gone.
@@ -27,6 +27,24 @@ pub struct Order {
     /// The root's command line, for logs.
     pub root_cmd: String,
     pub members: Vec<Identity>,
+    /// The clock tick at which the scan the members come from began. A
+    /// member that started in that tick or later has no unambiguous identity
+    /// yet (see [`crate::scan::Process::identity_settled`]) and is refused.
+    pub checked_tick: u64,
+}
+
+impl Order {
+    /// An order for a tree as one scan saw it: `members` root first.
+    pub fn new(verdict: Verdict, reason: String, root: &Process, members: &[&Process]) -> Order {
+        Order {
+            verdict,
+            reason,
+            root: root.id,
+            root_cmd: crate::policy::short_cmd(root, 60),
+            members: members.iter().map(|p| p.id).collect(),
+            checked_tick: members.iter().map(|p| p.checked_tick).min().unwrap_or(root.checked_tick),
+        }
+    }
 }
 
 /// How to terminate.
@@ -256,6 +274,10 @@ fn open_targets(procfs: &ProcFs, order: Order) -> Run {
         order,
     };
     for id in run.order.members.clone() {
+        if id.start_time.0 >= run.order.checked_tick {
+            run.dropped += 1; // the policy holds such trees back; never act on one
+            continue;
+        }
         match open_verified(procfs, id) {
             Some(t) => run.targets.push(t),
             None => run.dropped += 1,

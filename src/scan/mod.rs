@@ -94,10 +94,14 @@ pub struct Process {
     pub kernel_thread: bool,
     pub comm: String,
     /// argv joined by spaces (lossy UTF-8). Empty for kernel threads and zombies.
+    /// Raw, secrets included: for matching only; show [`Process::display_cmd`].
     pub cmdline: String,
     pub rss_bytes: u64,
     /// Boxed: most processes never get details, and a snapshot holds thousands.
     pub details: Option<Box<Details>>,
+    /// Clock tick (since boot) at which this process was last seen holding
+    /// its pid, taken before the read. See [`Process::identity_settled`].
+    pub checked_tick: u64,
 }
 
 impl Process {
@@ -105,9 +109,15 @@ impl Process {
         self.id.pid
     }
 
-    /// What to show and match: the command line, or `[comm]` like ps does.
+    /// What to show: the command line with secrets masked ([`crate::redact`]),
+    /// or `[comm]` like ps does. Every command line a human, a log or JSON
+    /// sees comes from here; match on the raw `cmdline` instead.
     pub fn display_cmd(&self) -> std::borrow::Cow<'_, str> {
-        if self.cmdline.is_empty() { format!("[{}]", self.comm).into() } else { self.cmdline.as_str().into() }
+        if self.cmdline.is_empty() {
+            crate::redact::redact(&format!("[{}]", self.comm)).into_owned().into()
+        } else {
+            crate::redact::redact(&self.cmdline)
+        }
     }
 
     pub fn uid(&self) -> Option<Uid> {
@@ -121,6 +131,24 @@ impl Process {
     pub fn exe(&self) -> Option<&str> {
         self.details.as_ref().and_then(|d| d.exe.as_deref())
     }
+
+    /// Whether `(pid, start time)` names this process and no other. Start
+    /// times count 10 ms ticks, so a process read within its own start tick
+    /// could still die and have its pid reused by a newcomer *in that same
+    /// tick*, with an identical identity. Once a read that began after the
+    /// start tick ended has seen it, any later holder of the pid starts in a
+    /// later tick: the identity is unambiguous from then on.
+    pub fn identity_settled(&self) -> bool {
+        self.id.start_time.0 < self.checked_tick
+    }
+}
+
+/// Clock ticks since boot, on the clock `stat`'s start times count
+/// (CLOCK_BOOTTIME in USER_HZ units, rounded down like the kernel does).
+pub fn boot_tick(clk_tck: u64) -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    let ns = (t.tv_sec as u128) * 1_000_000_000 + t.tv_nsec as u128;
+    (ns * clk_tck.max(1) as u128 / 1_000_000_000) as u64
 }
 
 /// Facts about the scanning process itself and the clock, taken with the snapshot.
@@ -192,6 +220,18 @@ struct Cached {
     cmdline: String,
 }
 
+impl Cached {
+    /// Only a settled identity may stand for the process later: an unsettled
+    /// one could be a same-tick newcomer with the same comm.
+    fn of(p: &Process) -> Option<Cached> {
+        p.identity_settled().then(|| Cached {
+            start_time: p.id.start_time.0,
+            comm: p.comm.clone(),
+            cmdline: p.cmdline.clone(),
+        })
+    }
+}
+
 impl ScanCache {
     /// An exec keeps pid and start time but replaces argv.
     pub fn invalidate(&mut self, pid: Pid) {
@@ -236,6 +276,18 @@ impl ProcFs {
         &self.root
     }
 
+    /// The clock tick now, on the clock of this `/proc`'s start times: the
+    /// real boot-time clock, or a fixture tree's `uptime` file.
+    pub fn now_tick(&self) -> u64 {
+        let tck = rustix::param::clock_ticks_per_second();
+        if self.root != Path::new("/proc")
+            && let Some(t) = std::fs::read_to_string(self.root.join("uptime")).ok().and_then(|u| uptime_ticks(&u, tck))
+        {
+            return t;
+        }
+        boot_tick(tck)
+    }
+
     /// Reads every process. Processes that vanish mid-read are skipped silently.
     pub fn snapshot(&self) -> Result<Snapshot, ScanError> {
         self.snapshot_cached(&mut ScanCache::default())
@@ -247,6 +299,7 @@ impl ProcFs {
     pub fn snapshot_cached(&self, cache: &mut ScanCache) -> Result<Snapshot, ScanError> {
         let dir =
             std::fs::read_dir(&self.root).map_err(|source| ScanError::ReadDir { path: self.root.clone(), source })?;
+        let tick = self.now_tick();
         let mut procs = Vec::with_capacity(cache.entries.len().max(512));
         let mut buf = Vec::with_capacity(4096);
         let mut path = PathBuf::new();
@@ -263,19 +316,18 @@ impl ProcFs {
                     path.push("stat");
                     match self.read_stat_path(&path, &mut buf) {
                         Some(st) if st.start_time == c.start_time && st.comm == c.comm => {
-                            Some(self.process_from(pid, st, c.cmdline.clone()))
+                            Some(self.process_from(pid, st, c.cmdline.clone(), tick))
                         }
-                        Some(_) => self.read_process(pid, &mut buf), // exec'd or reused
+                        Some(_) => self.read_process(pid, &mut buf, tick), // exec'd or reused
                         None => None,
                     }
                 }
-                None => self.read_process(pid, &mut buf),
+                None => self.read_process(pid, &mut buf, tick),
             };
             if let Some(p) = p {
-                next.insert(
-                    pid,
-                    Cached { start_time: p.id.start_time.0, comm: p.comm.clone(), cmdline: p.cmdline.clone() },
-                );
+                if let Some(c) = Cached::of(&p) {
+                    next.insert(pid, c);
+                }
                 procs.push(p);
             }
         }
@@ -289,11 +341,13 @@ impl ProcFs {
     /// (forked, exec'd or exited) instead of reading every process: the
     /// daemon's tick in event mode. Children of an exited process are re-read
     /// too (they were re-parented). Details are dropped: they are re-read for
-    /// the processes a decision is about.
+    /// the processes a decision is about. Processes whose identity was not
+    /// settled yet are re-read as well, so that it settles.
     pub fn refresh(&self, prev: Snapshot, changed: &std::collections::HashSet<Pid>) -> Snapshot {
+        let tick = self.now_tick();
         let mut dirty = changed.clone();
         for p in &prev.procs {
-            if p.ppid.is_some_and(|pp| changed.contains(&pp)) {
+            if p.ppid.is_some_and(|pp| changed.contains(&pp)) || !p.identity_settled() {
                 dirty.insert(p.pid());
             }
         }
@@ -308,7 +362,7 @@ impl ProcFs {
             .collect();
         let mut buf = Vec::with_capacity(4096);
         for &pid in &dirty {
-            if let Some(p) = self.read_process(pid, &mut buf) {
+            if let Some(p) = self.read_process(pid, &mut buf, tick) {
                 procs.push(p);
             }
         }
@@ -328,7 +382,7 @@ impl ProcFs {
         parse::parse_stat(buf).ok()
     }
 
-    fn process_from(&self, pid: Pid, stat: parse::Stat, cmdline: String) -> Process {
+    fn process_from(&self, pid: Pid, stat: parse::Stat, cmdline: String, checked_tick: u64) -> Process {
         Process {
             id: Identity { pid, start_time: StartTime(stat.start_time) },
             ppid: Pid::new(stat.ppid),
@@ -341,6 +395,7 @@ impl ProcFs {
             cmdline,
             rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
             details: None,
+            checked_tick,
         }
     }
 
@@ -357,7 +412,7 @@ impl ProcFs {
         rustix::fs::open(&path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()
     }
 
-    fn read_process(&self, pid: Pid, buf: &mut Vec<u8>) -> Option<Process> {
+    fn read_process(&self, pid: Pid, buf: &mut Vec<u8>, checked_tick: u64) -> Option<Process> {
         let dir = self.open_pid_dir(pid)?;
         read_at(&dir, "stat", buf).ok()?;
         let stat = parse::parse_stat(buf).ok()?;
@@ -372,7 +427,7 @@ impl ProcFs {
                 Err(ReadFail::Gone) => return None,
             }
         };
-        Some(self.process_from(pid, stat, cmdline))
+        Some(self.process_from(pid, stat, cmdline, checked_tick))
     }
 
     /// Reads [`Details`] for one process, checking through the same directory fd
@@ -428,6 +483,12 @@ impl ProcFs {
         any_file.then_some(out)
     }
 
+    /// One process, read now the way a scan reads it.
+    pub fn process(&self, pid: Pid) -> Option<Process> {
+        let tick = self.now_tick();
+        self.read_process(pid, &mut Vec::with_capacity(4096), tick)
+    }
+
     /// The command line of one pid, read now (joined, lossy).
     pub fn cmdline(&self, pid: Pid) -> Option<String> {
         let dir = self.open_pid_dir(pid)?;
@@ -479,6 +540,13 @@ impl ProcFs {
         }
         ctx
     }
+}
+
+/// `/proc/uptime`'s first field (`12345.67`, centiseconds) in clock ticks.
+fn uptime_ticks(text: &str, tck: u64) -> Option<u64> {
+    let (secs, cs) = text.split_whitespace().next()?.split_once('.')?;
+    let (secs, cs): (u64, u64) = (secs.parse().ok()?, cs.parse().ok()?);
+    Some(secs * tck + cs * tck / 100)
 }
 
 /// `pid:[4026531836]` → 4026531836.
