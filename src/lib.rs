@@ -14,6 +14,7 @@ pub mod ids;
 pub mod paths;
 pub mod policy;
 pub mod reap;
+pub mod redact;
 pub mod report;
 pub mod scan;
 pub mod state;

@@ -48,6 +48,10 @@ pub struct Config {
     pub metrics_textfile: Option<PathBuf>,
     /// Compiled from `patterns`.
     pub matcher: Arc<Matcher>,
+    /// `[redact]` as configured.
+    pub redact: RedactLists,
+    /// Compiled from `redact`: masks secrets in every command line shown.
+    pub redactor: Arc<crate::redact::Redactor>,
     /// Files that contributed, in the order applied (the embedded default first).
     pub sources: Vec<String>,
 }
@@ -59,6 +63,14 @@ pub struct PatternLists {
     pub launchers: Vec<String>,
     pub adopters: Vec<String>,
     pub protect: Vec<String>,
+}
+
+/// `[redact]`: what is masked in command lines that are shown.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RedactLists {
+    pub enabled: bool,
+    pub patterns: Vec<String>,
+    pub extra_patterns: Vec<String>,
 }
 
 /// One problem in one file.
@@ -112,6 +124,7 @@ struct FileLayer {
     reaper: Option<FileReaper>,
     patterns: Option<FilePatterns>,
     daemon: Option<FileDaemon>,
+    redact: Option<FileRedact>,
 }
 
 #[derive(Deserialize, Default)]
@@ -139,6 +152,14 @@ struct FilePatterns {
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+struct FileRedact {
+    enabled: Option<Spanned<bool>>,
+    patterns: SpannedList,
+    extra_patterns: SpannedList,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct FileDaemon {
     socket: Option<Spanned<PathBuf>>,
     state_file: Option<Spanned<PathBuf>>,
@@ -158,6 +179,9 @@ struct Draft {
     socket: Option<PathBuf>,
     state_file: Option<PathBuf>,
     metrics_textfile: Option<PathBuf>,
+    redact_enabled: Option<bool>,
+    redact_patterns: Option<Vec<String>>,
+    redact_extra: Option<Vec<String>>,
 }
 
 const LIST_NAMES: [&str; 5] = ["hosts", "servers", "launchers", "adopters", "protect"];
@@ -308,10 +332,15 @@ impl Config {
             ("patterns.launchers", &a.launchers, &b.launchers),
             ("patterns.adopters", &a.adopters, &b.adopters),
             ("patterns.protect", &a.protect, &b.protect),
+            ("redact.patterns", &self.redact.patterns, &new.redact.patterns),
+            ("redact.extra_patterns", &self.redact.extra_patterns, &new.redact.extra_patterns),
         ] {
             if x != y {
                 out.push(format!("{name}: {} -> {} entries", x.len(), y.len()));
             }
+        }
+        if self.redact.enabled != new.redact.enabled {
+            out.push(format!("redact.enabled: {} -> {}", self.redact.enabled, new.redact.enabled));
         }
         out
     }
@@ -374,10 +403,11 @@ impl Layer<'_> {
     }
 }
 
-const SECTIONS: [(&str, &[&str]); 3] = [
+const SECTIONS: [(&str, &[&str]); 4] = [
     ("reaper", &["mode", "interval_secs", "grace_secs", "term_timeout_secs", "reap_stale_hosts", "min_uid"]),
     ("patterns", &LIST_NAMES),
     ("daemon", &["socket", "state_file", "metrics_textfile"]),
+    ("redact", &["enabled", "patterns", "extra_patterns"]),
 ];
 
 /// Parses one file, collecting every problem: all syntax errors, then every
@@ -434,6 +464,7 @@ fn parse_layer(name: &str, text: &str, errors: &mut Vec<ConfigError>) -> Option<
                 "patterns" => {
                     FilePatterns::deserialize(de).map(|p| merge_patterns(layer.patterns.get_or_insert_default(), p))
                 }
+                "redact" => FileRedact::deserialize(de).map(|r| merge_redact(layer.redact.get_or_insert_default(), r)),
                 _ => FileDaemon::deserialize(de).map(|d| merge_daemon(layer.daemon.get_or_insert_default(), d)),
             };
             if let Err(e) = res {
@@ -461,10 +492,32 @@ fn merge_patterns(a: &mut FilePatterns, b: FilePatterns) {
     a.protect = a.protect.take().or(b.protect);
 }
 
+fn merge_redact(a: &mut FileRedact, b: FileRedact) {
+    a.enabled = a.enabled.take().or(b.enabled);
+    a.patterns = a.patterns.take().or(b.patterns);
+    a.extra_patterns = a.extra_patterns.take().or(b.extra_patterns);
+}
+
 fn merge_daemon(a: &mut FileDaemon, b: FileDaemon) {
     a.socket = a.socket.take().or(b.socket);
     a.state_file = a.state_file.take().or(b.state_file);
     a.metrics_textfile = a.metrics_textfile.take().or(b.metrics_textfile);
+}
+
+/// A list of regexes, each checked; `None` (and an error per bad entry) if any is invalid.
+fn checked_list(l: &mut Layer<'_>, list: SpannedList, key: &str) -> Option<Vec<String>> {
+    let mut ok = Vec::new();
+    let mut good = true;
+    for (j, pat) in list?.into_inner().into_iter().enumerate() {
+        match patterns::check(pat.get_ref()) {
+            Ok(()) => ok.push(pat.get_ref().clone()),
+            Err(msg) => {
+                good = false;
+                l.err(pat.span(), format!("{key}[{j}]"), msg);
+            }
+        }
+    }
+    good.then_some(ok)
 }
 
 fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<ConfigError>) {
@@ -520,6 +573,17 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
             }
         }
     }
+    if let Some(r) = file.redact {
+        if let Some(b) = r.enabled {
+            draft.redact_enabled = Some(b.into_inner());
+        }
+        if let Some(ok) = checked_list(&mut l, r.patterns, "redact.patterns") {
+            draft.redact_patterns = Some(ok);
+        }
+        if let Some(ok) = checked_list(&mut l, r.extra_patterns, "redact.extra_patterns") {
+            draft.redact_extra = Some(ok);
+        }
+    }
     if let Some(d) = file.daemon {
         for (slot, v, key) in [
             (&mut draft.socket, d.socket, "daemon.socket"),
@@ -548,6 +612,20 @@ impl Draft {
             protect: protect.ok_or_else(|| missing("patterns.protect"))?,
         };
         let matcher = Matcher::new(&patterns).map_err(|m| missing(&m))?;
+        let redact = RedactLists {
+            enabled: self.redact_enabled.ok_or_else(|| missing("redact.enabled"))?,
+            patterns: self.redact_patterns.ok_or_else(|| missing("redact.patterns"))?,
+            extra_patterns: self.redact_extra.ok_or_else(|| missing("redact.extra_patterns"))?,
+        };
+        let redactor = if redact.enabled {
+            let all: Vec<String> = redact.patterns.iter().chain(&redact.extra_patterns).cloned().collect();
+            crate::redact::Redactor::new(&all).map_err(|message| {
+                let file = sources.last().cloned().unwrap_or_default();
+                ConfigErrors(vec![ConfigError { file, position: None, key: Some("redact.patterns".into()), message }])
+            })?
+        } else {
+            crate::redact::Redactor::disabled()
+        };
         Ok(Config {
             mode: self.mode.ok_or_else(|| missing("reaper.mode"))?,
             interval_secs: self.interval_secs.ok_or_else(|| missing("reaper.interval_secs"))?,
@@ -560,6 +638,8 @@ impl Draft {
             state_file: self.state_file,
             metrics_textfile: self.metrics_textfile,
             matcher: Arc::new(matcher),
+            redact,
+            redactor: Arc::new(redactor),
             sources,
         })
     }
@@ -657,5 +737,43 @@ mod tests {
     fn missing_explicit_file_is_an_error() {
         let e = Config::load(&Sources::explicit("/nonexistent/mcp-reaper.toml")).unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn redact_extra_patterns_extend_and_patterns_replace_the_defaults() {
+        let d = Config::embedded();
+        assert!(d.redact.enabled && d.redact.patterns.len() >= 10 && d.redact.extra_patterns.is_empty());
+        let cmd = "srv --token=abc --acme=internal1";
+        assert_eq!(d.redactor.redact(cmd), "srv --token=*** --acme=internal1");
+
+        let c = Config::from_str_with_default("u.toml", "[redact]\nextra_patterns = ['--acme=(\\S+)']\n").unwrap();
+        assert_eq!(c.redact.patterns, d.redact.patterns);
+        assert_eq!(c.redactor.redact(cmd), "srv --token=*** --acme=***");
+
+        let c = Config::from_str_with_default("u.toml", "[redact]\npatterns = ['--acme=(\\S+)']\n").unwrap();
+        assert_eq!(c.redact.patterns, vec!["--acme=(\\S+)".to_string()]);
+        assert_eq!(c.redactor.redact(cmd), "srv --token=abc --acme=***");
+
+        let c = Config::from_str_with_default("u.toml", "[redact]\nenabled = false\n").unwrap();
+        assert!(!c.redactor.is_enabled());
+        assert_eq!(c.redactor.redact(cmd), cmd);
+        assert!(d.diff(&c).iter().any(|l| l == "redact.enabled: true -> false"), "{:?}", d.diff(&c));
+    }
+
+    #[test]
+    fn bad_redact_patterns_are_refused_with_position_and_key() {
+        let text = "[redact]\nextra_patterns = ['ok', '(unclosed']\npatterns = [\n  '[z-a]',\n]\nenable = true\n";
+        let errs = Config::from_str_with_default("u.toml", text).unwrap_err().0;
+        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errs.len(), 3, "{shown:#?}");
+        for want in [
+            "u.toml:2:25: redact.extra_patterns[1]: invalid regex",
+            "u.toml:4:3: redact.patterns[0]: invalid regex",
+            "u.toml:6:1: unknown field `enable` in [redact]",
+        ] {
+            assert!(shown.iter().any(|s| s.starts_with(want)), "missing {want} in {shown:#?}");
+        }
+        let e = Config::from_str_with_default("u.toml", "[redact]\nenabled = \"yes\"\n").unwrap_err().0;
+        assert_eq!((e[0].position, e[0].key.as_deref()), (Some((2, 11)), Some("redact.enabled")), "{}", e[0]);
     }
 }

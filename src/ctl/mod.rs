@@ -96,14 +96,17 @@ pub fn sources(config: &Option<PathBuf>) -> Sources {
     }
 }
 
-/// Loads config or prints every error and returns the exit code.
+/// Loads config (and installs its redaction patterns for everything shown
+/// after) or prints every error and returns the exit code.
 pub fn load_config(config: &Option<PathBuf>, prog: &str) -> Result<Config, ExitCode> {
-    Config::load(&sources(config)).map_err(|errs| {
+    let cfg = Config::load(&sources(config)).map_err(|errs| {
         for e in &errs.0 {
             eprintln!("{prog}: {e}");
         }
         ExitCode::from(exit::CONFIG)
-    })
+    })?;
+    crate::redact::install(cfg.redactor.clone());
+    Ok(cfg)
 }
 
 /// Grace state as the daemon last wrote it, read-only. Absent or broken: empty.

@@ -156,6 +156,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::CONFIG);
         }
     };
+    crate::redact::install(cfg.redactor.clone());
     if args.state_file.is_none() {
         args.state_file = Some(crate::paths::state_file(&cfg));
     }

@@ -431,6 +431,7 @@ impl Daemon {
                 } else {
                     tracing::info!("config reloaded ({why}): {}", changes.join("; "));
                 }
+                crate::redact::install(new.redactor.clone());
                 self.shared.borrow_mut().cfg = new;
                 ReloadResult { at_unix: unix_now(), ok: true, messages: changes }
             }
