@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 use mcp_reaper::config::{Config, Sources};
 use mcp_reaper::cycle;
 use mcp_reaper::policy::GraceBook;
-use mcp_reaper::scan::ProcFs;
+use mcp_reaper::scan::{ProcFs, Reuse};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -135,7 +135,8 @@ fn main() {
         "ProcFs::snapshot (in process)",
         "raw pass: stat + cmdline",
         "ps -eo pid,ppid,pgid,sid,tty,args",
-        "daemon tick: assess with scan cache",
+        "daemon full read: assess, cmdlines reused",
+        "daemon pidfd-mode tick: assess, new pids only",
     ]
     .into_iter()
     .map(|name| Series { name, times: Vec::with_capacity(reps) })
@@ -143,7 +144,8 @@ fn main() {
 
     let mut trees = 0;
     let mut scanned = 0;
-    let mut cache = mcp_reaper::scan::ScanCache::default();
+    let mut prev: Option<mcp_reaper::scan::Snapshot> = None;
+    let none = std::collections::HashSet::new();
     // One warm-up round, not recorded.
     for rep in 0..=reps {
         let mut timings = Vec::with_capacity(series.len());
@@ -186,10 +188,14 @@ fn main() {
         run_quiet(Command::new("ps").args(["-eo", "pid,ppid,pgid,sid,tty,args"]));
         timings.push(t.elapsed());
 
-        let t = Instant::now();
-        let a = cycle::assess_cached(&procfs, &cfg, None, &grace, SystemTime::now(), &mut cache).expect("assess");
-        timings.push(t.elapsed());
-        std::hint::black_box(&a);
+        // The daemon's two kinds of read, each from the snapshot before it.
+        for reuse in [Reuse::Cmdlines, Reuse::Unchanged] {
+            let t = Instant::now();
+            let snap = procfs.rescan(prev.as_ref(), reuse, &none).expect("rescan");
+            let a = cycle::assess_snapshot(&procfs, &cfg, None, &grace, SystemTime::now(), snap, t).expect("assess");
+            timings.push(t.elapsed());
+            prev = Some(a.snapshot);
+        }
 
         if rep > 0 {
             for (s, d) in series.iter_mut().zip(timings) {

@@ -121,6 +121,10 @@ run() {
 run "$root/usr/bin/reaperctl" --version
 run "$root/usr/bin/mcp-reaperd" --version
 run "$root/usr/bin/reaperctl" validate --config "$root/etc/mcp-reaper/config.toml"
+# The release build's own feature set (tests build with dev-dependencies'
+# features unified in): the embedded config must load, a read-only audit run.
+run "$root/usr/bin/reaperctl" validate --config -
+run "$root/usr/bin/mcp-reaperd" --once --dry-run --config - --log-target stderr --state-file "$ctl/once.state"
 
 if [[ $status -eq 0 ]]; then
     echo "check-deb: ok"

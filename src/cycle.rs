@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 use crate::config::Config;
 use crate::ids::Pid;
 use crate::policy::{self, GraceBook, Judgement};
-use crate::scan::{ProcFs, ScanCache, ScanError, Snapshot};
+use crate::scan::{ProcFs, ScanError, Snapshot};
 use crate::tree::Forest;
 
 /// A judged snapshot.
@@ -46,20 +46,8 @@ pub fn assess(
     grace: &GraceBook,
     now: SystemTime,
 ) -> Result<Assessment, AssessError> {
-    assess_cached(procfs, cfg, scope, grace, now, &mut ScanCache::default())
-}
-
-/// [`assess`] with command lines reused from earlier scans (the daemon's tick).
-pub fn assess_cached(
-    procfs: &ProcFs,
-    cfg: &Config,
-    scope: Option<Pid>,
-    grace: &GraceBook,
-    now: SystemTime,
-    cache: &mut ScanCache,
-) -> Result<Assessment, AssessError> {
     let started = Instant::now();
-    let snap = procfs.snapshot_cached(cache).map_err(AssessError::Scan)?;
+    let snap = procfs.snapshot().map_err(AssessError::Scan)?;
     assess_snapshot(procfs, cfg, scope, grace, now, snap, started)
 }
 
@@ -118,20 +106,7 @@ pub fn plan(
     book: &mut GraceBook,
     now: SystemTime,
 ) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
-    plan_cached(procfs, cfg, scope, book, now, &mut ScanCache::default())
-}
-
-/// [`plan`] whose first judgement may reuse cached command lines; the
-/// re-check before acting always reads everything afresh.
-pub fn plan_cached(
-    procfs: &ProcFs,
-    cfg: &Config,
-    scope: Option<Pid>,
-    book: &mut GraceBook,
-    now: SystemTime,
-    cache: &mut ScanCache,
-) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
-    let a = assess_cached(procfs, cfg, scope, book, now, cache)?;
+    let a = assess(procfs, cfg, scope, book, now)?;
     plan_from(procfs, cfg, scope, book, now, a)
 }
 

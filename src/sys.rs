@@ -72,3 +72,26 @@ pub fn kill_with_parent(cmd: &mut std::process::Command) {
         cmd.pre_exec(|| rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(io::Error::from));
     }
 }
+
+/// Caps glibc's malloc at one arena. The daemon's cycles run on tokio's
+/// blocking threads; an arena per thread would each keep its own high-water
+/// mark of freed snapshot memory resident.
+pub fn single_malloc_arena() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt takes plain integers and only tunes the allocator; it is
+    // called at startup, before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+/// Hands the allocator's wholly free pages back to the kernel: each scan
+/// builds and drops a few MiB of snapshot, which would otherwise stay resident.
+pub fn release_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only walks the allocator's own free lists under its
+    // locks; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -299,20 +299,15 @@ fn invalid_config_written_to_disk_is_noticed_and_rejected() {
 #[test]
 fn sighup_reloads_the_config() {
     let sb = playwright_sandbox();
-    // The daemon watches the config's directory; its file is a symlink to one
-    // elsewhere, so editing the target is invisible to inotify and only the
-    // SIGHUP can explain a reload.
-    let etc = sb.dir().path().join("etc");
-    let real = sb.dir().path().join("real");
-    std::fs::create_dir_all(&etc).unwrap();
-    std::fs::create_dir_all(&real).unwrap();
-    std::fs::write(real.join("config.toml"), sb.dir().config_text(60, "", "")).unwrap();
-    let cfg = etc.join("config.toml");
-    std::os::unix::fs::symlink(real.join("config.toml"), &cfg).unwrap();
+    let cfg = sb.dir().config(60, "");
     let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
     assert_eq!(d.status()["grace_secs"], 60);
 
-    std::fs::write(real.join("config.toml"), sb.dir().config_text(42, "", "")).unwrap();
+    // Rewritten in place and held open: inotify tells the daemon only once the
+    // file is closed (CLOSE_WRITE), so until then only the SIGHUP can explain
+    // a reload. (A symlinked config no longer hides edits: see tests/configs.rs.)
+    let mut open = std::fs::File::create(&cfg).unwrap();
+    open.write_all(sb.dir().config_text(42, "", "").as_bytes()).unwrap();
     std::thread::sleep(Duration::from_millis(700));
     let st = d.status();
     assert_eq!(st["grace_secs"], 60, "reloaded without a SIGHUP: the test cannot tell the two apart: {st:#}");
@@ -322,6 +317,7 @@ fn sighup_reloads_the_config() {
     assert_eq!(st["last_reload"]["ok"], true, "{st:#}");
     let msgs = st["last_reload"]["messages"].to_string();
     assert!(msgs.contains("grace_secs: 60 -> 42"), "{msgs}");
+    drop(open);
 }
 
 // ------------------------------------------------------------------ 4. socket permissions

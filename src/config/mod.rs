@@ -131,11 +131,12 @@ struct FileLayer {
 #[serde(deny_unknown_fields)]
 struct FileReaper {
     mode: Option<Spanned<Mode>>,
-    interval_secs: Option<Spanned<i64>>,
-    grace_secs: Option<Spanned<i64>>,
+    // i128, so that a value beyond i64 gets the range message, not a type error.
+    interval_secs: Option<Spanned<i128>>,
+    grace_secs: Option<Spanned<i128>>,
     term_timeout_secs: Option<Spanned<f64>>,
     reap_stale_hosts: Option<Spanned<bool>>,
-    min_uid: Option<Spanned<i64>>,
+    min_uid: Option<Spanned<i128>>,
 }
 
 type SpannedList = Option<Spanned<Vec<Spanned<String>>>>;
@@ -247,11 +248,12 @@ impl Config {
         apply_text(&mut draft, DEFAULT_NAME, DEFAULT_TOML, &mut errors);
         if let Some(main) = &sources.main {
             let name = main.display().to_string();
-            match std::fs::read_to_string(main) {
-                Ok(text) => {
+            match read_text(main, &name) {
+                Ok(Ok(text)) => {
                     apply_text(&mut draft, &name, &text, &mut errors);
                     used.push(name);
                 }
+                Ok(Err(refused)) => errors.push(refused),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !sources.main_required => {}
                 Err(e) => errors.push(file_error(&name, format!("cannot read: {e}"))),
             }
@@ -261,11 +263,12 @@ impl Config {
                 Ok(files) => {
                     for f in files {
                         let name = f.display().to_string();
-                        match std::fs::read_to_string(&f) {
-                            Ok(text) => {
+                        match read_text(&f, &name) {
+                            Ok(Ok(text)) => {
                                 apply_text(&mut draft, &name, &text, &mut errors);
                                 used.push(name);
                             }
+                            Ok(Err(refused)) => errors.push(refused),
                             Err(e) => errors.push(file_error(&name, format!("cannot read: {e}"))),
                         }
                     }
@@ -363,6 +366,40 @@ fn file_error(file: &str, message: String) -> ConfigError {
     ConfigError { file: file.to_string(), position: None, key: None, message }
 }
 
+/// Refused unread: far above any real config (the default is about 10 KiB),
+/// so a wrong path (a log, a core dump) costs neither memory nor parse time.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// One file's text, at most [`MAX_FILE_BYTES`] and UTF-8. The outer error is
+/// the I/O failure (the caller judges a missing file), the inner one a file
+/// refused for its size or encoding.
+fn read_text(path: &Path, name: &str) -> std::io::Result<Result<String, ConfigError>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let on_disk = file.metadata()?.len();
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        // A pipe or a device has no size on disk.
+        let size = if on_disk > MAX_FILE_BYTES { format!("{on_disk} bytes") } else { "unknown size".into() };
+        return Ok(Err(file_error(name, format!("too large ({size}, limit {MAX_FILE_BYTES})"))));
+    }
+    Ok(String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let what = match e.utf8_error().error_len() {
+            Some(_) => format!("invalid byte 0x{:02x}", e.as_bytes()[at]),
+            None => "a sequence cut off at the end of the file".into(),
+        };
+        let valid = std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or_default();
+        ConfigError {
+            file: name.to_string(),
+            position: Some(line_col(valid, at)),
+            key: None,
+            message: format!("not UTF-8: {what}"),
+        }
+    }))
+}
+
 /// Byte offset → 1-based (line, column in characters).
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
@@ -372,7 +409,9 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
+    // Editors do not show a byte order mark: it takes no column.
+    let bom = usize::from(line == 1 && before.starts_with('\u{feff}'));
+    (line, col - bom)
 }
 
 struct Layer<'a> {
@@ -391,7 +430,7 @@ impl Layer<'_> {
         });
     }
 
-    fn int_in(&mut self, v: Option<Spanned<i64>>, key: &str, lo: i64, hi: i64) -> Option<i64> {
+    fn int_in(&mut self, v: Option<Spanned<i128>>, key: &str, lo: i128, hi: i128) -> Option<i128> {
         let v = v?;
         let n = *v.get_ref();
         if (lo..=hi).contains(&n) {
@@ -436,7 +475,16 @@ fn parse_layer(name: &str, text: &str, errors: &mut Vec<ConfigError>) -> Option<
         let section = key.get_ref().to_string();
         let Some(&(_, known)) = SECTIONS.iter().find(|(s, _)| *s == section) else {
             let names: Vec<&str> = SECTIONS.iter().map(|(s, _)| *s).collect();
-            push(Some(key.span()), None, format!("unknown section `{section}`, expected one of {}", names.join(", ")));
+            let what = if matches!(value.get_ref(), DeValue::Table(_)) { "section" } else { "top-level key" };
+            push(
+                Some(key.span()),
+                None,
+                format!(
+                    "unknown {what} `{section}`, expected one of {}{}",
+                    names.join(", "),
+                    unknown_key_hint(&section, &names, None)
+                ),
+            );
             continue;
         };
         let span = value.span();
@@ -451,11 +499,19 @@ fn parse_layer(name: &str, text: &str, errors: &mut Vec<ConfigError>) -> Option<
                 push(
                     Some(k.span()),
                     None,
-                    format!("unknown field `{kname}` in [{section}], expected one of {}", known.join(", ")),
+                    format!(
+                        "unknown field `{kname}` in [{section}], expected one of {}{}",
+                        known.join(", "),
+                        unknown_key_hint(&kname, known, Some(&section))
+                    ),
                 );
                 continue;
             }
             let vspan = v.span();
+            let datetime = match v.get_ref() {
+                DeValue::Datetime(d) => Some(d.to_string()),
+                _ => None,
+            };
             let mut one = DeTable::new();
             one.insert(k, v);
             let de = Deserializer::from(toml::Spanned::new(vspan.clone(), one));
@@ -468,11 +524,56 @@ fn parse_layer(name: &str, text: &str, errors: &mut Vec<ConfigError>) -> Option<
                 _ => FileDaemon::deserialize(de).map(|d| merge_daemon(layer.daemon.get_or_insert_default(), d)),
             };
             if let Err(e) = res {
-                push(e.span().or(Some(vspan)), Some(path), e.message().to_string());
+                push(e.span().or(Some(vspan)), Some(path), toml_type_names(e.message(), datetime.as_deref()));
             }
         }
     }
     Some(layer)
+}
+
+/// "; did you mean …?" for a misspelled key, or where a key of another
+/// section belongs (`section`: where it was found; `None` at the top level).
+fn unknown_key_hint(name: &str, candidates: &[&str], section: Option<&str>) -> String {
+    if let Some(close) = candidates.iter().find(|c| edit_distance(name, c) <= 2) {
+        return format!("; did you mean `{close}`?");
+    }
+    match SECTIONS.iter().find(|(s, keys)| Some(*s) != section && keys.contains(&name)) {
+        Some((s, _)) => format!("; `{name}` belongs in [{s}]"),
+        None => String::new(),
+    }
+}
+
+/// Levenshtein distance, for short key names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Serde's type names in a type error, in TOML's words (a datetime shows as a
+/// "map" to serde).
+fn toml_type_names(message: &str, datetime: Option<&str>) -> String {
+    let found = match datetime {
+        Some(d) => format!("invalid type: datetime `{d}`"),
+        None => "invalid type: table".into(),
+    };
+    message
+        .replace("invalid type: map", &found)
+        .replace("invalid type: sequence", "invalid type: array")
+        .replace("invalid type: floating point", "invalid type: float")
+        .replace("expected a sequence", "expected an array")
+        .replace("expected i128", "expected an integer")
+        .replace("expected f64", "expected a number")
+        .replace("expected path string", "expected a string")
 }
 
 fn merge_reaper(a: &mut FileReaper, b: FileReaper) {
@@ -548,28 +649,21 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
         if let Some(b) = r.reap_stale_hosts {
             draft.reap_stale_hosts = Some(b.into_inner());
         }
-        if let Some(n) = l.int_in(r.min_uid, "reaper.min_uid", 0, u32::MAX as i64) {
+        // u32::MAX is (uid_t)-1, "no uid": a floor no user can reach.
+        if let Some(n) = l.int_in(r.min_uid, "reaper.min_uid", 0, i128::from(u32::MAX - 1)) {
             draft.min_uid = Some(n as u32);
         }
     }
     if let Some(p) = file.patterns {
         let lists = [p.hosts, p.servers, p.launchers, p.adopters, p.protect];
         for (i, list) in lists.into_iter().enumerate() {
-            let Some(list) = list else { continue };
-            let mut ok = Vec::new();
-            let mut good = true;
-            for (j, pat) in list.into_inner().into_iter().enumerate() {
-                let key = format!("patterns.{}[{j}]", LIST_NAMES[i]);
-                match patterns::check(pat.get_ref()) {
-                    Ok(()) => ok.push(pat.get_ref().clone()),
-                    Err(msg) => {
-                        good = false;
-                        l.err(pat.span(), key, msg);
-                    }
-                }
-            }
-            if good {
-                draft.patterns[i] = Some(ok);
+            let Some(span) = list.as_ref().map(|l| l.span()) else { continue };
+            let key = format!("patterns.{}", LIST_NAMES[i]);
+            let Some(ok) = checked_list(&mut l, list, &key) else { continue };
+            // Checked here, where the list has a position, not when the matcher is built.
+            match patterns::check_list(&ok) {
+                Ok(()) => draft.patterns[i] = Some(ok),
+                Err(msg) => l.err(span, key, msg),
             }
         }
     }
@@ -591,12 +685,29 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
             (&mut draft.metrics_textfile, d.metrics_textfile, "daemon.metrics_textfile"),
         ] {
             let Some(v) = v else { continue };
-            if v.get_ref().is_absolute() {
-                *slot = Some(v.into_inner());
-            } else {
-                l.err(v.span(), key.into(), format!("must be an absolute path (got {:?})", v.get_ref()));
+            match path_problem(v.get_ref(), key == "daemon.socket") {
+                None => *slot = Some(v.into_inner()),
+                Some(msg) => l.err(v.span(), key.into(), msg),
             }
         }
+    }
+}
+
+/// Why a configured path cannot work, caught here rather than when the daemon
+/// first uses it.
+fn path_problem(p: &Path, socket: bool) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    // sun_path is 108 bytes, its last one the terminating NUL.
+    const SUN_PATH_MAX: usize = 107;
+    let len = p.as_os_str().len();
+    if !p.is_absolute() {
+        Some(format!("must be an absolute path (got {p:?})"))
+    } else if p.as_os_str().as_bytes().contains(&0) {
+        Some(format!("must not contain a NUL byte (got {p:?})"))
+    } else if socket && len > SUN_PATH_MAX {
+        Some(format!("too long for a unix socket ({len} bytes, limit {SUN_PATH_MAX})"))
+    } else {
+        None
     }
 }
 

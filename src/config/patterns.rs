@@ -7,6 +7,9 @@ use super::PatternLists;
 
 /// Compiled-program cap per pattern: keeps a hostile config from costing memory.
 const SIZE_LIMIT: usize = 1 << 20;
+/// Cap for one list compiled as a set: thousands of ordinary patterns (0.5 to
+/// 5 KB each) fit, while as many patterns near [`SIZE_LIMIT`] would take gigabytes.
+const LIST_SIZE_LIMIT: usize = 16 << 20;
 
 /// What a process is to the reaper. Checked in this order: host, server, launcher, adopter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -59,6 +62,9 @@ pub struct Matcher {
 
 /// Checks one pattern; the message is one line.
 pub fn check(pattern: &str) -> Result<(), String> {
+    if pattern.is_empty() {
+        return Err("empty pattern: it would match every command line".into());
+    }
     regex::RegexBuilder::new(pattern)
         .size_limit(SIZE_LIMIT)
         .build()
@@ -70,11 +76,19 @@ fn one_line(s: &str) -> String {
     s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
+/// Checks a list of patterns, each valid alone, compiled together as the
+/// [`Matcher`] will.
+pub fn check_list(list: &[String]) -> Result<(), String> {
+    set(list).map(drop)
+}
+
 fn set(list: &[String]) -> Result<RegexSet, String> {
-    RegexSetBuilder::new(list)
-        .size_limit(SIZE_LIMIT * list.len().max(1))
-        .build()
-        .map_err(|e| format!("invalid regex: {}", one_line(&e.to_string())))
+    RegexSetBuilder::new(list).size_limit(LIST_SIZE_LIMIT).build().map_err(|e| match e {
+        regex::Error::CompiledTooBig(limit) => {
+            format!("the patterns together compile to more than the limit of {limit} bytes for one list")
+        }
+        e => format!("invalid regex: {}", one_line(&e.to_string())),
+    })
 }
 
 impl Matcher {

@@ -24,12 +24,19 @@ use crate::policy::{GraceBook, Verdict};
 use crate::reap::Outcome;
 use crate::report;
 use crate::scan::events::{Connector, ProcEvent};
-use crate::scan::{ProcFs, ScanCache, Snapshot};
+use crate::scan::{ProcFs, Reuse, Snapshot};
 use crate::{exit, state, sys};
 
 const RECENT: usize = 50;
 /// In event mode, how often a full read of /proc double-checks the deltas.
 const RESYNC: Duration = Duration::from_secs(300);
+/// In pidfd mode, ticks read only new pids; how often a full read catches up
+/// with what such ticks miss (an exec under the same pid, a re-parenting
+/// whose old parent was not watched).
+const PIDFD_RESYNC: Duration = Duration::from_secs(120);
+/// How often a read takes nothing over at all, in case an exec kept its comm
+/// (pidfd mode cannot see those).
+const FRESH: Duration = Duration::from_secs(600);
 
 /// A tree as last seen, with the uids of its members for per-user status.
 #[derive(Clone, Debug)]
@@ -107,15 +114,15 @@ struct CycleResult {
     assessment: Result<Assessment, String>,
     outcomes: Vec<Outcome>,
     book: GraceBook,
-    cache: ScanCache,
     dry_run: bool,
 }
 
 /// How the next cycle reads processes.
 enum Input {
-    /// Every process (cached command lines).
-    Full,
-    /// The last snapshot plus the pids the kernel reported as changed.
+    /// Every pid listed in /proc, taking over from the last snapshot what the
+    /// mode allows, except the pids in the set (reported changed).
+    Read(Option<Snapshot>, Reuse, HashSet<Pid>),
+    /// Event mode: the last snapshot plus the pids the kernel reported as changed.
     Delta(Snapshot, HashSet<Pid>),
 }
 
@@ -124,30 +131,38 @@ fn run_cycle(
     cfg: Config,
     scope: Option<Pid>,
     mut book: GraceBook,
-    mut cache: ScanCache,
     input: Input,
     dry_run: bool,
 ) -> CycleResult {
     let now = SystemTime::now();
-    let planned = match input {
-        Input::Full => cycle::plan_cached(&procfs, &cfg, scope, &mut book, now, &mut cache),
-        Input::Delta(prev, changed) => {
-            let started = Instant::now();
-            let snap = procfs.refresh(prev, &changed);
-            cycle::assess_snapshot(&procfs, &cfg, scope, &book, now, snap, started)
-                .and_then(|a| cycle::plan_from(&procfs, &cfg, scope, &mut book, now, a))
-        }
+    let started = Instant::now();
+    let snap = match input {
+        Input::Read(prev, reuse, changed) => procfs.rescan(prev.as_ref(), reuse, &changed),
+        Input::Delta(prev, changed) => Ok(procfs.refresh(prev, &changed)),
     };
+    let planned = snap
+        .map_err(cycle::AssessError::Scan)
+        .and_then(|snap| cycle::assess_snapshot(&procfs, &cfg, scope, &book, now, snap, started))
+        .and_then(|a| cycle::plan_from(&procfs, &cfg, scope, &mut book, now, a));
     match planned {
         Ok((a, orders)) => {
             let outcomes = crate::reap::terminate_with(&procfs, orders, &settings(&cfg, dry_run), Some(&a.snapshot));
-            CycleResult { assessment: Ok(a), outcomes, book, cache, dry_run }
+            CycleResult { assessment: Ok(a), outcomes, book, dry_run }
         }
-        Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, cache, dry_run },
+        Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, dry_run },
+    }
+}
+
+/// Re-resolves the config path before a reload, so the watches follow a
+/// retargeted symlink; a change after this point is noticed again.
+fn rearm(watch: &mut Option<(ConfigWatch, AsyncFd<OwnedFd>)>) {
+    if let Some((w, _)) = watch {
+        w.rearm();
     }
 }
 
 pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
+    crate::sys::single_malloc_arena();
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -164,13 +179,16 @@ struct Daemon {
     notifier: Notifier,
     procfs: ProcFs,
     book: GraceBook,
-    cache: ScanCache,
-    /// The last judged snapshot and what changed since, in event mode.
+    /// The last judged snapshot, what the next read builds on, and what the
+    /// kernel reported changed since (event mode).
     last: Option<Snapshot>,
     changed: HashSet<Pid>,
-    /// Events were lost or never flowed: the next cycle reads everything.
+    /// Events were lost or never flowed: the next cycle reads everything afresh.
     need_full: bool,
+    /// A watched process died, or a user asked: the next read is a full one.
+    want_full: bool,
     last_full: Instant,
+    last_fresh: Instant,
     state_path: PathBuf,
     wake: Rc<Notify>,
     connector: Option<AsyncFd<OwnedFd>>,
@@ -242,11 +260,12 @@ impl Daemon {
             notifier: Notifier::from_env(),
             procfs,
             book,
-            cache: ScanCache::default(),
             last: None,
             changed: HashSet::new(),
             need_full: true,
+            want_full: false,
             last_full: Instant::now(),
+            last_fresh: Instant::now(),
             state_path,
             wake: Rc::new(Notify::new()),
             connector,
@@ -317,6 +336,7 @@ impl Daemon {
                     // Let the kernel finish re-parenting the exited host's children.
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     scan = true;
+                    self.want_full = true;
                 }
                 r = async {
                     match &self.connector { Some(c) => c.readable().await.map(|mut g| g.retain_ready()).ok(), None => std::future::pending().await }
@@ -335,7 +355,6 @@ impl Daemon {
                                 for e in &batch.events {
                                     match *e {
                                         ProcEvent::Exec { pid } => {
-                                            self.cache.invalidate(pid);
                                             self.changed.insert(pid);
                                             // A new host or server: look soon, so its
                                             // host is watched before it can die.
@@ -371,13 +390,14 @@ impl Daemon {
                         // Editors write in several steps: let them finish.
                         tokio::time::sleep(Duration::from_millis(200)).await;
                         w.drain();
+                        rearm(&mut watch);
                         self.reload("config file changed");
                     }
                 }
-                _ = sighup.recv() => { self.reload("SIGHUP"); }
+                _ = sighup.recv() => { rearm(&mut watch); self.reload("SIGHUP"); }
                 req = req_rx.recv() => match req {
-                    Some(LoopRequest::Reload(tx)) => { let r = self.reload("control socket"); let _ = tx.send(r); }
-                    Some(LoopRequest::ReapNow { dry_run, reply: tx }) => { scan = true; reply = Some(tx); dry_override = Some(dry_run); }
+                    Some(LoopRequest::Reload(tx)) => { rearm(&mut watch); let r = self.reload("control socket"); let _ = tx.send(r); }
+                    Some(LoopRequest::ReapNow { dry_run, reply: tx }) => { scan = true; self.want_full = true; reply = Some(tx); dry_override = Some(dry_run); }
                     None => {}
                 },
                 _ = sigterm.recv() => break,
@@ -399,6 +419,35 @@ impl Daemon {
             tracing::warn!("cannot write state file {}: {e}", self.state_path.display());
         }
         std::process::ExitCode::from(exit::OK)
+    }
+
+    /// Event mode reads only what the kernel reported changed; pidfd mode
+    /// reads only new pids (a watched death wakes a full read). Full reads
+    /// still come every RESYNC / PIDFD_RESYNC, and fresh ones every FRESH
+    /// and whenever events were lost.
+    fn next_input(&mut self) -> Input {
+        let prev = self.last.take();
+        let changed = std::mem::take(&mut self.changed);
+        let want_full = std::mem::take(&mut self.want_full);
+        let now = Instant::now();
+        if self.need_full || prev.is_none() || self.last_fresh.elapsed() >= FRESH {
+            self.need_full = false;
+            (self.last_full, self.last_fresh) = (now, now);
+            return Input::Read(None, Reuse::Nothing, HashSet::new());
+        }
+        let resync = if self.connector.is_some() { RESYNC } else { PIDFD_RESYNC };
+        match prev {
+            Some(prev) if self.connector.is_some() && !want_full && self.last_full.elapsed() < resync => {
+                Input::Delta(prev, changed)
+            }
+            Some(prev) if self.connector.is_none() && !want_full && self.last_full.elapsed() < resync => {
+                Input::Read(Some(prev), Reuse::Unchanged, HashSet::new())
+            }
+            prev => {
+                self.last_full = now;
+                Input::Read(prev, Reuse::Cmdlines, changed)
+            }
+        }
     }
 
     fn is_interesting_exec(&self, pid: Pid) -> bool {
@@ -464,25 +513,10 @@ impl Daemon {
         };
         let procfs = self.procfs.clone();
         let book = std::mem::take(&mut self.book);
-        let cache = std::mem::take(&mut self.cache);
-        // In event mode the kernel tells us what changed; a full read still
-        // happens on event loss and every RESYNC as a safety net.
-        let input = match self.last.take() {
-            Some(prev) if self.connector.is_some() && !self.need_full && self.last_full.elapsed() < RESYNC => {
-                Input::Delta(prev, std::mem::take(&mut self.changed))
-            }
-            _ => {
-                self.changed.clear();
-                self.need_full = false;
-                self.last_full = Instant::now();
-                Input::Full
-            }
-        };
+        let input = self.next_input();
         let before = book.clone();
         let started = Instant::now();
-        let res = match tokio::task::spawn_blocking(move || run_cycle(procfs, cfg, scope, book, cache, input, dry_run))
-            .await
-        {
+        let res = match tokio::task::spawn_blocking(move || run_cycle(procfs, cfg, scope, book, input, dry_run)).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(reaper_action = "error", "cycle failed: {e}");
@@ -492,7 +526,6 @@ impl Daemon {
             }
         };
         self.book = res.book;
-        self.cache = res.cache;
         if self.book != before
             && let Err(e) = state::save(&self.state_path, &self.book)
         {
@@ -511,8 +544,9 @@ impl Daemon {
         if !res.outcomes.is_empty() {
             self.need_full = true; // the reap changed much; start from a clean read
         }
-        // Only event mode builds on the last snapshot; otherwise don't hold it.
-        self.last = self.connector.is_some().then_some(a.snapshot);
+        self.last = Some(a.snapshot);
+        drop((a.forest, a.judgements, res.outcomes));
+        crate::sys::release_free_memory();
         let line = self.status_line();
         self.notifier.status(&line);
         if let Some(path) = self.shared.borrow().cfg.metrics_textfile.clone() {

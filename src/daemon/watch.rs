@@ -1,17 +1,35 @@
-//! Watches the config file's directory (and `config.d/`) with inotify: editors
-//! replace files by rename, so watching the file itself would miss changes.
+//! Watches the config with inotify on directories, not files: editors replace
+//! files by rename, so a watch on the file itself would miss changes.
+//!
+//! The config path may be a symlink, or lead through symlinked directories
+//! (`/etc/mcp-reaper/config.toml -> /srv/cfg/reaper.toml`, or a Kubernetes
+//! ConfigMap's `config.toml -> ..data/config.toml` with `..data` swapped to a
+//! new directory on update). So every directory on the way is watched: the
+//! one holding each symlink met while resolving the path (for that link's
+//! name) and the one holding the file itself. [`ConfigWatch::rearm`]
+//! resolves again, since a link may have been retargeted.
 
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 
 pub struct ConfigWatch {
     pub fd: OwnedFd,
-    dirs: Vec<PathBuf>,
-    main_name: std::ffi::OsString,
-    wds: Vec<i32>,
+    main: PathBuf,
+    /// Per watch descriptor: which entries of that directory matter.
+    wds: HashMap<i32, Interest>,
+}
+
+/// What in one watched directory concerns the config.
+#[derive(Default)]
+struct Interest {
+    names: HashSet<OsString>,
+    /// Any `*.toml` (the `config.d/` directory).
+    toml: bool,
 }
 
 const MASK: WatchFlags = WatchFlags::CLOSE_WRITE
@@ -21,44 +39,154 @@ const MASK: WatchFlags = WatchFlags::CLOSE_WRITE
     .union(WatchFlags::DELETE)
     .union(WatchFlags::ATTRIB);
 
+/// Symlinks followed at most while resolving, as the kernel's MAXSYMLINKS.
+const MAX_LINKS: usize = 40;
+
 impl ConfigWatch {
-    /// Watches the directory of `main` and its `config.d/` (when they exist).
+    /// Watches the directories the config at `main` comes from, and `config.d/` beside it.
     pub fn new(main: &Path) -> io::Result<ConfigWatch> {
         let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
-        let dir = main.parent().unwrap_or(Path::new("/")).to_path_buf();
-        let main_name = main.file_name().unwrap_or_default().to_os_string();
-        let mut w = ConfigWatch { fd, dirs: vec![dir.clone(), dir.join("config.d")], main_name, wds: vec![-1, -1] };
+        let main = std::path::absolute(main)?;
+        let mut w = ConfigWatch { fd, main, wds: HashMap::new() };
         w.rearm();
         Ok(w)
     }
 
-    /// (Re-)adds watches; `config.d/` may have been created since.
+    /// (Re-)resolves the config path and (re-)adds the watches: `config.d/`
+    /// may have been created, a symlink retargeted. Watches no longer wanted
+    /// are removed.
     pub fn rearm(&mut self) {
-        for (i, d) in self.dirs.iter().enumerate() {
-            self.wds[i] = inotify::add_watch(&self.fd, d, MASK).unwrap_or(-1);
+        let dir = self.main.parent().unwrap_or(Path::new("/"));
+        let mut wanted: Vec<(PathBuf, Option<OsString>)> = vec![
+            (dir.to_path_buf(), Some(OsString::from("config.d"))),
+            (dir.join("config.d"), None), // None: any *.toml
+        ];
+        wanted.extend(path_entries(&self.main).into_iter().map(|(d, n)| (d, Some(n))));
+        let mut wds: HashMap<i32, Interest> = HashMap::new();
+        for (dir, name) in wanted {
+            // The same directory reached by two paths gets the same descriptor.
+            let Ok(wd) = inotify::add_watch(&self.fd, &dir, MASK) else { continue };
+            let interest = wds.entry(wd).or_default();
+            match name {
+                Some(n) => {
+                    interest.names.insert(n);
+                }
+                None => interest.toml = true,
+            }
         }
+        for old in self.wds.keys().filter(|wd| !wds.contains_key(wd)) {
+            // Fails harmlessly for a directory that is gone (its watch went with it).
+            let _ = inotify::remove_watch(&self.fd, *old);
+        }
+        self.wds = wds;
     }
 
-    /// Consumes pending events; true if any concerned the config (the main
-    /// file, `config.d` itself, or a `.toml` inside it). Other files in the
-    /// directory are ignored.
+    /// Consumes pending events; true if any concerned the config (an entry
+    /// on the way to the main file, `config.d` itself, or a `.toml` inside
+    /// it), or if events were lost. Other files in those directories are ignored.
     pub fn drain(&mut self) -> bool {
         use std::os::unix::ffi::OsStrExt;
         let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
         let mut any = false;
         let mut reader = inotify::Reader::new(&self.fd, &mut buf);
         while let Ok(ev) = reader.next() {
+            if ev.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW) {
+                any = true;
+                continue;
+            }
             let name = ev.file_name().map(|n| n.to_bytes()).unwrap_or_default();
-            let relevant = if ev.wd() == self.wds[0] {
-                name == self.main_name.as_bytes() || name == b"config.d"
-            } else {
-                ev.wd() == self.wds[1] && name.ends_with(b".toml")
-            };
-            any |= relevant;
-        }
-        if any {
-            self.rearm();
+            any |= self
+                .wds
+                .get(&ev.wd())
+                .is_some_and(|i| i.names.contains(OsStr::from_bytes(name)) || (i.toml && name.ends_with(b".toml")));
         }
         any
+    }
+}
+
+/// The (directory, entry name) pairs the file at `path` depends on: the
+/// directory of every symlink met while resolving it, component by
+/// component as the kernel does, with the link's name, and the directory
+/// that finally holds the file, with its name. Directories are physical
+/// (symlink-free) paths. At a missing component the walk ends with that
+/// name in the last directory found, so its creation is noticed.
+fn path_entries(path: &Path) -> Vec<(PathBuf, OsString)> {
+    let mut out = Vec::new();
+    let mut cur = PathBuf::from("/");
+    let mut todo = names(path, &mut cur);
+    let mut links = 0;
+    while let Some(name) = todo.pop_front() {
+        if name == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&name);
+        match std::fs::read_link(&next) {
+            Ok(_) if links == MAX_LINKS => break, // a loop: the kernel gives up too
+            Ok(target) => {
+                links += 1;
+                out.push((cur.clone(), name));
+                // Relative to the link's directory, which `cur` still is.
+                let mut rest = names(&target, &mut cur);
+                rest.append(&mut todo);
+                todo = rest;
+            }
+            Err(_) if !todo.is_empty() && next.is_dir() => cur = next,
+            Err(_) => {
+                out.push((cur, name));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The names to resolve in `path` (`..` included); a leading `/` resets `cur`.
+fn names(path: &Path, cur: &mut PathBuf) -> VecDeque<OsString> {
+    let mut out = VecDeque::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir => *cur = PathBuf::from("/"),
+            Component::Normal(n) => out.push_back(n.to_os_string()),
+            Component::ParentDir => out.push_back(OsString::from("..")),
+            Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_on_the_way_are_all_watched() {
+        // Canonical, so that a symlinked temp dir adds no entries of its own.
+        let base =
+            std::env::temp_dir().canonicalize().unwrap().join(format!("mcp-reaper-watch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        // A ConfigMap: etc/config.toml -> ..data/config.toml, ..data -> ..v1
+        let etc = base.join("etc");
+        std::fs::create_dir_all(etc.join("..v1")).unwrap();
+        std::fs::write(etc.join("..v1/config.toml"), "").unwrap();
+        std::os::unix::fs::symlink("..v1", etc.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/config.toml", etc.join("config.toml")).unwrap();
+        let got = path_entries(&etc.join("config.toml"));
+        let want: Vec<(PathBuf, OsString)> = vec![
+            (etc.clone(), "config.toml".into()),
+            (etc.clone(), "..data".into()),
+            (etc.join("..v1"), "config.toml".into()),
+        ];
+        assert_eq!(got, want);
+
+        // An absolute link to another tree, through `..`.
+        std::fs::create_dir_all(base.join("srv/cfg")).unwrap();
+        std::os::unix::fs::symlink(base.join("srv/cfg/../cfg/reaper.toml"), base.join("link.toml")).unwrap();
+        let got = path_entries(&base.join("link.toml"));
+        assert_eq!(got, vec![(base.clone(), "link.toml".into()), (base.join("srv/cfg"), "reaper.toml".into())]);
+
+        // A plain file that does not exist yet: its directory, by name.
+        assert_eq!(path_entries(&base.join("none.toml")), vec![(base.clone(), "none.toml".into())]);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

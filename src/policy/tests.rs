@@ -61,7 +61,7 @@ impl World {
             state: ProcState('S'),
             kernel_thread: false,
             comm: cmd.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or("").chars().take(15).collect(),
-            cmdline: cmd.to_string(),
+            cmdline: cmd.into(),
             rss_bytes: 1 << 20,
             details: Some(Box::new(Details {
                 uid: Some(Uid(1000)),
@@ -71,6 +71,7 @@ impl World {
                 exe: None,
                 fds: [None, None, None],
             })),
+            dir_ino: 0,
             checked_tick: u64::MAX,
         });
         self.procs.last_mut().unwrap()

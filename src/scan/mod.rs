@@ -10,12 +10,13 @@
 pub mod events;
 pub mod parse;
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use rustix::fs::{Mode, OFlags};
@@ -95,10 +96,12 @@ pub struct Process {
     pub comm: String,
     /// argv joined by spaces (lossy UTF-8). Empty for kernel threads and zombies.
     /// Raw, secrets included: for matching only; show [`Process::display_cmd`].
-    pub cmdline: String,
+    pub cmdline: Arc<str>,
     pub rss_bytes: u64,
     /// Boxed: most processes never get details, and a snapshot holds thousands.
     pub details: Option<Box<Details>>,
+    /// Inode of its `/proc/PID` directory as listed (0 when unknown).
+    pub dir_ino: u64,
     /// Clock tick (since boot) at which this process was last seen holding
     /// its pid, taken before the read. See [`Process::identity_settled`].
     pub checked_tick: u64,
@@ -165,28 +168,31 @@ pub struct Context {
 /// Every process of the namespace at one moment (as close to one as /proc allows).
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
+    /// Sorted by pid: lookups are binary searches, no index to hold.
     pub procs: Vec<Process>,
-    index: HashMap<Pid, usize>,
     pub ctx: Context,
     pub taken_at: Option<SystemTime>,
 }
 
 impl Snapshot {
-    pub fn from_processes(procs: Vec<Process>, ctx: Context) -> Snapshot {
-        let index = procs.iter().enumerate().map(|(i, p)| (p.pid(), i)).collect();
-        Snapshot { procs, index, ctx, taken_at: Some(SystemTime::now()) }
+    pub fn from_processes(mut procs: Vec<Process>, ctx: Context) -> Snapshot {
+        // /proc lists pids in order already; a refresh appends the re-read ones.
+        procs.sort_unstable_by_key(Process::pid);
+        procs.dedup_by_key(|p| p.pid());
+        procs.shrink_to_fit();
+        Snapshot { procs, ctx, taken_at: Some(SystemTime::now()) }
     }
 
     pub fn get(&self, pid: Pid) -> Option<&Process> {
-        self.index.get(&pid).map(|&i| &self.procs[i])
+        self.index_of(pid).map(|i| &self.procs[i])
     }
 
     pub fn get_mut(&mut self, pid: Pid) -> Option<&mut Process> {
-        self.index.get(&pid).map(|&i| &mut self.procs[i])
+        self.index_of(pid).map(|i| &mut self.procs[i])
     }
 
     pub fn index_of(&self, pid: Pid) -> Option<usize> {
-        self.index.get(&pid).copied()
+        self.procs.binary_search_by_key(&pid, Process::pid).ok()
     }
 
     pub fn len(&self) -> usize {
@@ -204,39 +210,19 @@ impl Snapshot {
     }
 }
 
-/// Command lines of processes seen before, by pid, checked against identity
-/// and comm on every use.
-#[derive(Clone, Debug, Default)]
-pub struct ScanCache {
-    entries: HashMap<Pid, Cached>,
-    /// Pids reported to have exec'd since the last scan: read them afresh.
-    stale: std::collections::HashSet<Pid>,
-}
-
-#[derive(Clone, Debug)]
-struct Cached {
-    start_time: u64,
-    comm: String,
-    cmdline: String,
-}
-
-impl Cached {
-    /// Only a settled identity may stand for the process later: an unsettled
-    /// one could be a same-tick newcomer with the same comm.
-    fn of(p: &Process) -> Option<Cached> {
-        p.identity_settled().then(|| Cached {
-            start_time: p.id.start_time.0,
-            comm: p.comm.clone(),
-            cmdline: p.cmdline.clone(),
-        })
-    }
-}
-
-impl ScanCache {
-    /// An exec keeps pid and start time but replaces argv.
-    pub fn invalidate(&mut self, pid: Pid) {
-        self.stale.insert(pid);
-    }
+/// What a full read may take over from the previous snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Read every process afresh.
+    Nothing,
+    /// Read every `stat`; take the command line over when pid, start time
+    /// and comm are unchanged (the daemon's periodic full read).
+    Cmdlines,
+    /// Take a process over whole when its `/proc/PID` directory is the same
+    /// inode as before (the pidfd-mode tick): only new pids are read. A
+    /// reused pid gets a new directory inode; an exec or re-parenting is not
+    /// seen, which is why such ticks alternate with `Cmdlines` reads.
+    Unchanged,
 }
 
 /// A `/proc` to read: the real one, or a fixture tree in tests.
@@ -290,33 +276,43 @@ impl ProcFs {
 
     /// Reads every process. Processes that vanish mid-read are skipped silently.
     pub fn snapshot(&self) -> Result<Snapshot, ScanError> {
-        self.snapshot_cached(&mut ScanCache::default())
+        self.rescan(None, Reuse::Nothing, &HashSet::new())
     }
 
-    /// Like [`ProcFs::snapshot`], but a process seen before (same identity and
-    /// comm, no exec reported since) costs one `stat` read: its command line
-    /// comes from `cache`. The daemon uses this every tick.
-    pub fn snapshot_cached(&self, cache: &mut ScanCache) -> Result<Snapshot, ScanError> {
+    /// Reads every process listed in `/proc`, taking over from `prev` what
+    /// `reuse` allows. Only settled identities are taken over (an unsettled
+    /// one may be a same-tick newcomer), and never a pid in `changed` (the
+    /// kernel reported an exec or fork for it).
+    pub fn rescan(&self, prev: Option<&Snapshot>, reuse: Reuse, changed: &HashSet<Pid>) -> Result<Snapshot, ScanError> {
+        use std::os::unix::fs::DirEntryExt;
+        let tick = self.now_tick();
         let dir =
             std::fs::read_dir(&self.root).map_err(|source| ScanError::ReadDir { path: self.root.clone(), source })?;
-        let tick = self.now_tick();
-        let mut procs = Vec::with_capacity(cache.entries.len().max(512));
+        let mut procs = Vec::with_capacity(prev.map_or(512, |p| p.len() + 64));
         let mut buf = Vec::with_capacity(4096);
         let mut path = PathBuf::new();
-        let mut next = HashMap::with_capacity(cache.entries.len());
         for entry in dir {
             let Ok(entry) = entry else { continue };
             let name = entry.file_name();
             let Some(pid) = name.to_str().and_then(Pid::parse) else { continue };
-            let cached = cache.entries.get(&pid).filter(|_| !cache.stale.contains(&pid));
-            let p = match cached {
-                Some(c) => {
+            let ino = entry.ino();
+            let old = prev
+                .filter(|_| reuse != Reuse::Nothing)
+                .and_then(|s| s.get(pid))
+                .filter(|q| q.identity_settled() && !changed.contains(&pid));
+            let p = match old {
+                Some(q) if reuse == Reuse::Unchanged && q.dir_ino == ino && ino != 0 => {
+                    let mut q = q.clone();
+                    q.details = None;
+                    Some(q)
+                }
+                Some(q) => {
                     path.clone_from(&self.root);
                     path.push(&name);
                     path.push("stat");
                     match self.read_stat_path(&path, &mut buf) {
-                        Some(st) if st.start_time == c.start_time && st.comm == c.comm => {
-                            Some(self.process_from(pid, st, c.cmdline.clone(), tick))
+                        Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
+                            Some(self.process_from(pid, st, Arc::clone(&q.cmdline), tick))
                         }
                         Some(_) => self.read_process(pid, &mut buf, tick), // exec'd or reused
                         None => None,
@@ -324,15 +320,11 @@ impl ProcFs {
                 }
                 None => self.read_process(pid, &mut buf, tick),
             };
-            if let Some(p) = p {
-                if let Some(c) = Cached::of(&p) {
-                    next.insert(pid, c);
-                }
+            if let Some(mut p) = p {
+                p.dir_ino = ino;
                 procs.push(p);
             }
         }
-        cache.entries = next;
-        cache.stale.clear();
         let ctx = self.context();
         Ok(Snapshot::from_processes(procs, ctx))
     }
@@ -343,7 +335,7 @@ impl ProcFs {
     /// too (they were re-parented). Details are dropped: they are re-read for
     /// the processes a decision is about. Processes whose identity was not
     /// settled yet are re-read as well, so that it settles.
-    pub fn refresh(&self, prev: Snapshot, changed: &std::collections::HashSet<Pid>) -> Snapshot {
+    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>) -> Snapshot {
         let tick = self.now_tick();
         let mut dirty = changed.clone();
         for p in &prev.procs {
@@ -382,7 +374,7 @@ impl ProcFs {
         parse::parse_stat(buf).ok()
     }
 
-    fn process_from(&self, pid: Pid, stat: parse::Stat, cmdline: String, checked_tick: u64) -> Process {
+    fn process_from(&self, pid: Pid, stat: parse::Stat, cmdline: Arc<str>, checked_tick: u64) -> Process {
         Process {
             id: Identity { pid, start_time: StartTime(stat.start_time) },
             ppid: Pid::new(stat.ppid),
@@ -395,6 +387,7 @@ impl ProcFs {
             cmdline,
             rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
             details: None,
+            dir_ino: 0,
             checked_tick,
         }
     }
@@ -418,12 +411,12 @@ impl ProcFs {
         let stat = parse::parse_stat(buf).ok()?;
         let kernel_thread = stat.flags & parse::PF_KTHREAD != 0;
         let state = ProcState(stat.state as char);
-        let cmdline = if kernel_thread || state.is_zombie() {
-            String::new()
+        let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
+            Arc::default()
         } else {
             match read_at(&dir, "cmdline", buf) {
-                Ok(()) => parse::join_cmdline(buf),
-                Err(ReadFail::Denied) => String::new(),
+                Ok(()) => parse::join_cmdline(buf).into(),
+                Err(ReadFail::Denied) => Arc::default(),
                 Err(ReadFail::Gone) => return None,
             }
         };

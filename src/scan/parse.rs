@@ -49,7 +49,8 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     if close < open {
         return Err(bad("stat: ')' before '('"));
     }
-    let pid = parse_num::<i32>(trim_ascii(&buf[..open])).ok_or(bad("stat: pid"))?;
+    // The kernel never writes a pid below 1; a Stat with one would name a process group or everyone.
+    let pid = parse_num::<i32>(trim_ascii(&buf[..open])).filter(|&p| p > 0).ok_or(bad("stat: pid"))?;
     let comm = String::from_utf8_lossy(&buf[open + 1..close]).into_owned();
     let mut rest = buf[close + 1..].split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty());
     // After the comm, field 3 (state) is index 0.
