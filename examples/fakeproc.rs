@@ -29,6 +29,9 @@
 //!   must be root).
 //! - `on_usr1`: children spawned (once) when the process gets SIGUSR1 after it
 //!   reported ready: a tree that grows on cue.
+//! - `touch_mib`: allocate this many MiB and write to every page (after the
+//!   children are spawned, before the ready line), so the process holds that
+//!   much private memory (Pss) for memory-accounting tests.
 //!
 //! Once its own children are spawned, every process appends one line
 //! `"<pid> <ppid> <argv joined by spaces>\n"` to the file named by
@@ -87,6 +90,8 @@ struct Spec {
     uid: Option<u32>,
     #[serde(default)]
     on_usr1: Vec<Spec>,
+    #[serde(default)]
+    touch_mib: u64,
 }
 
 fn fail(msg: &str) -> ! {
@@ -245,6 +250,16 @@ fn main() {
     let exe = std::env::current_exe().unwrap_or_else(|e| fail(&format!("current_exe: {e}")));
     for child in &spec.children {
         spawn_child(&exe, child);
+    }
+
+    // Private, touched memory, held until the process ends.
+    if spec.touch_mib > 0 {
+        let mut mem = vec![0u8; (spec.touch_mib as usize) << 20];
+        for page in mem.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&mem);
+        std::mem::forget(mem);
     }
 
     if let Some(path) = std::env::var_os("FAKEPROC_READY") {

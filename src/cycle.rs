@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 use crate::config::Config;
 use crate::ids::Pid;
 use crate::policy::{self, GraceBook, Judgement};
-use crate::scan::{ProcFs, ScanError, Snapshot};
+use crate::scan::{ProcFs, Reuse, ScanError, Snapshot};
 use crate::tree::Forest;
 
 /// A judged snapshot.
@@ -126,7 +126,11 @@ pub fn plan_from(
     if wanted.is_empty() {
         return Ok((a, Vec::new()));
     }
-    let fresh = assess(procfs, cfg, scope, book, SystemTime::now())?;
+    // Fresh `stat` of every process (ppids, states); command lines of settled,
+    // unchanged processes are the ones just judged.
+    let started = Instant::now();
+    let snap = procfs.rescan(Some(&a.snapshot), Reuse::Cmdlines, &Default::default()).map_err(AssessError::Scan)?;
+    let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started)?;
     let orders = fresh
         .judgements
         .iter()

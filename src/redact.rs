@@ -16,6 +16,8 @@ use std::sync::{Arc, LazyLock, RwLock};
 
 use regex::{Regex, RegexSet, RegexSetBuilder};
 
+use crate::config::DFA_CACHE;
+
 /// What a secret is replaced by.
 pub const MASK: &str = "***";
 
@@ -35,7 +37,7 @@ impl Redactor {
         let each = patterns
             .iter()
             .map(|p| {
-                regex::RegexBuilder::new(p).size_limit(SIZE_LIMIT).build().map_err(|e| {
+                regex::RegexBuilder::new(p).size_limit(SIZE_LIMIT).dfa_size_limit(DFA_CACHE).build().map_err(|e| {
                     let e = e.to_string();
                     let msg: Vec<&str> = e.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
                     format!("invalid regex: {}", msg.join(" "))
@@ -44,6 +46,7 @@ impl Redactor {
             .collect::<Result<Vec<_>, _>>()?;
         let set = RegexSetBuilder::new(patterns)
             .size_limit(SIZE_LIMIT * patterns.len().max(1))
+            .dfa_size_limit(DFA_CACHE)
             .build()
             .map_err(|e| format!("invalid regex set: {e}"))?;
         Ok(Redactor { set, each })

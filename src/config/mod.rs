@@ -4,6 +4,11 @@
 
 mod patterns;
 
+/// The lazy DFA's state cache per compiled regex or list (regex's default is
+/// 2 MiB each). Command lines are short and the lists few: a small cache keeps
+/// the daemon's footprint down, and a full one only costs a cache reset.
+pub const DFA_CACHE: usize = 256 * 1024;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

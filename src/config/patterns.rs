@@ -83,13 +83,17 @@ pub fn check_list(list: &[String]) -> Result<(), String> {
 }
 
 fn set(list: &[String]) -> Result<RegexSet, String> {
-    RegexSetBuilder::new(list).size_limit(LIST_SIZE_LIMIT).build().map_err(|e| match e {
+    RegexSetBuilder::new(list).size_limit(LIST_SIZE_LIMIT).dfa_size_limit(super::DFA_CACHE).build().map_err(|e| match e
+    {
         regex::Error::CompiledTooBig(limit) => {
             format!("the patterns together compile to more than the limit of {limit} bytes for one list")
         }
         e => format!("invalid regex: {}", one_line(&e.to_string())),
     })
 }
+
+/// How much of a command line role patterns see (see [`Matcher::classify`]).
+pub const ROLE_TEXT: usize = 64 * 1024;
 
 impl Matcher {
     pub fn new(lists: &PatternLists) -> Result<Matcher, String> {
@@ -104,12 +108,24 @@ impl Matcher {
     }
 
     /// Classifies a process by its command line and, when known, its exe path.
+    ///
+    /// Roles are matched against the first [`ROLE_TEXT`] bytes only: any user
+    /// can start a process with a huge argv, and a large counted repetition
+    /// in a pattern makes matching cost grow with the text. Missing a role
+    /// only ever keeps a tree. `protect` sees the whole command line, since
+    /// missing it could not.
     pub fn classify(&self, cmdline: &str, exe: Option<&str>) -> RoleMatch {
-        let first = |s: &RegexSet| -> Option<usize> {
-            let m = s.matches(cmdline).into_iter().next();
+        let first_in = |s: &RegexSet, text: &str| -> Option<usize> {
+            let m = s.matches(text).into_iter().next();
             m.or_else(|| exe.and_then(|e| s.matches(e).into_iter().next()))
         };
-        let protect = first(&self.protect);
+        let protect = first_in(&self.protect, cmdline);
+        let mut end = cmdline.len().min(ROLE_TEXT);
+        while !cmdline.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = &cmdline[..end];
+        let first = |s: &RegexSet| first_in(s, head);
         for (role, s) in [
             (Role::Host, &self.hosts),
             (Role::Server, &self.servers),
@@ -147,6 +163,18 @@ mod tests {
 
     fn role(cmd: &str) -> Role {
         Config::embedded().matcher.classify(cmd, None).role
+    }
+
+    #[test]
+    fn roles_see_the_head_of_a_huge_argv_and_protect_sees_all_of_it() {
+        let cfg = Config::from_str_with_default("t", "[patterns]\nprotect = ['keep-me-alive']").unwrap();
+        let pad = "é".repeat(ROLE_TEXT / 2 + 1); // a multi-byte char straddles the cut
+        let early = format!("node /x/.bin/playwright-mcp {pad}");
+        assert_eq!(cfg.matcher.classify(&early, None).role, Role::Server);
+        let late = format!("python3 {pad} /x/.bin/playwright-mcp keep-me-alive");
+        let m = cfg.matcher.classify(&late, None);
+        assert_eq!(m.role, Role::Other, "a server name past the first 64 KiB is not looked for");
+        assert!(m.protect.is_some(), "protect is matched over the whole command line");
     }
 
     #[test]

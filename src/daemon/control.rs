@@ -35,22 +35,55 @@ impl Drop for Lock {
     }
 }
 
-pub fn lock(socket: &Path) -> Result<Lock, String> {
+/// Why the daemon cannot take its socket.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another instance holds it: a temporary failure.
+    Held(String),
+    /// The socket's directory or lock file cannot be created.
+    Create(String),
+}
+
+impl LockError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LockError::Held(_) => crate::exit::TEMPFAIL,
+            LockError::Create(_) => crate::exit::CANTCREAT,
+        }
+    }
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Held(m) | LockError::Create(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Takes the lock beside the socket, creating the socket's directory if it
+/// is missing (a runtime dir not made by systemd, a `--socket` anywhere):
+/// 0755, since anyone may connect.
+pub fn lock(socket: &Path) -> Result<Lock, LockError> {
     let dir = socket.parent().unwrap_or(Path::new("/"));
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o755)
         .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        .map_err(|e| LockError::Create(format!("cannot create the socket's directory {}: {e}", dir.display())))?;
     let path = socket.with_extension("lock");
     let file = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|e| format!("cannot open lock file {}: {e}", path.display()))?;
+        .map_err(|e| LockError::Create(format!("cannot open lock file {}: {e}", path.display())))?;
     rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(|_| {
-        format!("another mcp-reaperd is already running on {} (lock {} is held)", socket.display(), path.display())
+        LockError::Held(format!(
+            "another mcp-reaperd is already running on {} (lock {} is held)",
+            socket.display(),
+            path.display()
+        ))
     })?;
     Ok(Lock { _file: file, path })
 }
@@ -73,11 +106,36 @@ pub const PER_UID: usize = 4;
 /// Extra slots only root and the daemon's own user may use, so they always
 /// get an answer.
 pub const RESERVED: usize = 8;
+/// Connections one process may hold at once, whoever runs it: a root script
+/// that opens hundreds does not take the slots of the next `reaperctl status`.
+pub const PER_PID: usize = 4;
+
+/// Open connections per key (uid or pid), entries removed at zero.
+#[derive(Default)]
+struct Counts<K>(std::collections::HashMap<K, usize>);
+
+impl<K: std::hash::Hash + Eq> Counts<K> {
+    fn get(&self, k: &K) -> usize {
+        self.0.get(k).copied().unwrap_or(0)
+    }
+    fn add(&mut self, k: K) {
+        *self.0.entry(k).or_default() += 1;
+    }
+    fn sub(&mut self, k: &K) {
+        if let Some(n) = self.0.get_mut(k) {
+            *n -= 1;
+            if *n == 0 {
+                self.0.remove(k);
+            }
+        }
+    }
+}
 
 pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx: mpsc::Sender<LoopRequest>) {
     let slots = std::sync::Arc::new(Semaphore::new(MAX_CLIENTS));
     let reserve = std::sync::Arc::new(Semaphore::new(RESERVED));
-    let per_uid: Rc<RefCell<std::collections::HashMap<u32, usize>>> = Rc::default();
+    let per_uid: Rc<RefCell<Counts<u32>>> = Rc::default();
+    let per_pid: Rc<RefCell<Counts<i32>>> = Rc::default();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await; // EMFILE and friends
@@ -85,9 +143,10 @@ pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx:
         };
         let Ok(peer) = rustix::net::sockopt::socket_peercred(&stream) else { continue };
         let uid = peer.uid.as_raw();
+        let pid = peer.pid.as_raw_nonzero().get();
         let privileged = uid == 0 || uid == shared.borrow().self_uid;
-        let count = per_uid.borrow().get(&uid).copied().unwrap_or(0);
-        let permit = if !privileged && count >= PER_UID {
+        let over = per_pid.borrow().get(&pid) >= PER_PID || (!privileged && per_uid.borrow().get(&uid) >= PER_UID);
+        let permit = if over {
             None
         } else {
             slots
@@ -100,18 +159,14 @@ pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx:
         let loop_tx = loop_tx.clone();
         match permit {
             Some(permit) => {
-                *per_uid.borrow_mut().entry(uid).or_default() += 1;
-                let per_uid = per_uid.clone();
+                per_uid.borrow_mut().add(uid);
+                per_pid.borrow_mut().add(pid);
+                let (per_uid, per_pid) = (per_uid.clone(), per_pid.clone());
                 tokio::task::spawn_local(async move {
                     let _permit = permit;
-                    let _ = tokio::time::timeout(CLIENT_TIMEOUT, client(stream, shared, loop_tx)).await;
-                    let mut m = per_uid.borrow_mut();
-                    if let Some(n) = m.get_mut(&uid) {
-                        *n -= 1;
-                        if *n == 0 {
-                            m.remove(&uid);
-                        }
-                    }
+                    client(stream, shared, loop_tx).await;
+                    per_uid.borrow_mut().sub(&uid);
+                    per_pid.borrow_mut().sub(&pid);
                 });
             }
             None => {
@@ -138,12 +193,19 @@ async fn client(mut stream: UnixStream, shared: Rc<RefCell<Shared>>, loop_tx: mp
         Err(_) => return,
     };
     let uid = peer.uid.as_raw();
-    let reply = match read_request(&mut stream).await {
-        Ok(req) => handle(req, uid, peer.pid.as_raw_nonzero().get(), &shared, &loop_tx).await,
-        Err(msg) => Reply::error(msg),
+    // The client gets CLIENT_TIMEOUT to send its request and again to take
+    // the reply; the wait in between is ours (a reap-now lasts a whole cycle,
+    // up to the term timeout and more on a loaded machine).
+    let reply = match tokio::time::timeout(CLIENT_TIMEOUT, read_request(&mut stream)).await {
+        Ok(Ok(req)) => handle(req, uid, peer.pid.as_raw_nonzero().get(), &shared, &loop_tx).await,
+        Ok(Err(msg)) => Reply::error(msg),
+        Err(_) => Reply::error(format!("no complete request within {}s", CLIENT_TIMEOUT.as_secs())),
     };
-    let _ = stream.write_all(&proto::encode(&reply)).await;
-    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(CLIENT_TIMEOUT, async {
+        let _ = stream.write_all(&proto::encode(&reply)).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 async fn read_request(stream: &mut UnixStream) -> Result<Request, String> {

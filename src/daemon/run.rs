@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -115,6 +115,8 @@ struct CycleResult {
     outcomes: Vec<Outcome>,
     book: GraceBook,
     dry_run: bool,
+    /// The state file's write, when the grace book changed.
+    saved: Option<std::io::Result<()>>,
 }
 
 /// How the next cycle reads processes.
@@ -133,7 +135,9 @@ fn run_cycle(
     mut book: GraceBook,
     input: Input,
     dry_run: bool,
+    state_path: &Path,
 ) -> CycleResult {
+    let before = book.clone();
     let now = SystemTime::now();
     let started = Instant::now();
     let snap = match input {
@@ -144,12 +148,15 @@ fn run_cycle(
         .map_err(cycle::AssessError::Scan)
         .and_then(|snap| cycle::assess_snapshot(&procfs, &cfg, scope, &book, now, snap, started))
         .and_then(|a| cycle::plan_from(&procfs, &cfg, scope, &mut book, now, a));
+    // Saved before acting, not after: a daemon killed mid-termination keeps
+    // the grace clocks this cycle started.
+    let saved = (book != before).then(|| state::save(state_path, &book));
     match planned {
         Ok((a, orders)) => {
             let outcomes = crate::reap::terminate_with(&procfs, orders, &settings(&cfg, dry_run), Some(&a.snapshot));
-            CycleResult { assessment: Ok(a), outcomes, book, dry_run }
+            CycleResult { assessment: Ok(a), outcomes, book, dry_run, saved }
         }
-        Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, dry_run },
+        Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, dry_run, saved },
     }
 }
 
@@ -185,11 +192,16 @@ struct Daemon {
     changed: HashSet<Pid>,
     /// Events were lost or never flowed: the next cycle reads everything afresh.
     need_full: bool,
-    /// A watched process died, or a user asked: the next read is a full one.
+    /// A reap happened, or a user asked: the next read is a full one.
     want_full: bool,
+    /// Watched processes whose pidfd said they exited (pidfd mode).
+    exited: Rc<RefCell<HashSet<Pid>>>,
     last_full: Instant,
     last_fresh: Instant,
     state_path: PathBuf,
+    /// Failing writes are reported once, not every cycle.
+    state_writes: report::log::Repeated,
+    metrics_writes: report::log::Repeated,
     wake: Rc<Notify>,
     connector: Option<AsyncFd<OwnedFd>>,
     watched: HashSet<Pid>,
@@ -209,7 +221,7 @@ impl Daemon {
             Ok(l) => l,
             Err(e) => {
                 tracing::error!(reaper_action = "error", "{e}");
-                return std::process::ExitCode::from(exit::TEMPFAIL);
+                return std::process::ExitCode::from(e.exit_code());
             }
         };
         let listener = match super::control::bind(&socket_path) {
@@ -220,7 +232,7 @@ impl Daemon {
             }
         };
         let state_path = args.state_file.clone().expect("set in main");
-        let (book, warning) = state::load(&state_path);
+        let (book, warning) = state::load_for_writer(&state_path);
         if let Some(w) = warning {
             tracing::warn!(reaper_action = "error", "{w}");
         }
@@ -240,6 +252,9 @@ impl Daemon {
             }
         };
         let procfs = ProcFs::new(&args.proc_root);
+        if let Some(note) = procfs.hidden_notice() {
+            tracing::info!("{note}");
+        }
         let shared = Rc::new(RefCell::new(Shared {
             cfg,
             sources,
@@ -264,9 +279,12 @@ impl Daemon {
             changed: HashSet::new(),
             need_full: true,
             want_full: false,
+            exited: Rc::default(),
             last_full: Instant::now(),
             last_fresh: Instant::now(),
             state_path,
+            state_writes: report::log::Repeated::new("state file"),
+            metrics_writes: report::log::Repeated::new("metrics textfile"),
             wake: Rc::new(Notify::new()),
             connector,
             watched: HashSet::new(),
@@ -336,7 +354,6 @@ impl Daemon {
                     // Let the kernel finish re-parenting the exited host's children.
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     scan = true;
-                    self.want_full = true;
                 }
                 r = async {
                     match &self.connector { Some(c) => c.readable().await.map(|mut g| g.retain_ready()).ok(), None => std::future::pending().await }
@@ -415,19 +432,19 @@ impl Daemon {
         }
         self.notifier.stopping();
         tracing::info!("mcp-reaperd stopping");
-        if let Err(e) = state::save(&self.state_path, &self.book) {
-            tracing::warn!("cannot write state file {}: {e}", self.state_path.display());
-        }
+        let saved = state::save(&self.state_path, &self.book);
+        self.state_writes.record(&self.state_path, saved);
         std::process::ExitCode::from(exit::OK)
     }
 
     /// Event mode reads only what the kernel reported changed; pidfd mode
-    /// reads only new pids (a watched death wakes a full read). Full reads
-    /// still come every RESYNC / PIDFD_RESYNC, and fresh ones every FRESH
-    /// and whenever events were lost.
+    /// reads only new pids, and the children of watched processes that
+    /// exited (they were re-parented). Full reads still come every RESYNC /
+    /// PIDFD_RESYNC, and fresh ones every FRESH and whenever events were lost.
     fn next_input(&mut self) -> Input {
         let prev = self.last.take();
-        let changed = std::mem::take(&mut self.changed);
+        let mut changed = std::mem::take(&mut self.changed);
+        let exited = std::mem::take(&mut *self.exited.borrow_mut());
         let want_full = std::mem::take(&mut self.want_full);
         let now = Instant::now();
         if self.need_full || prev.is_none() || self.last_fresh.elapsed() >= FRESH {
@@ -437,11 +454,16 @@ impl Daemon {
         }
         let resync = if self.connector.is_some() { RESYNC } else { PIDFD_RESYNC };
         match prev {
-            Some(prev) if self.connector.is_some() && !want_full && self.last_full.elapsed() < resync => {
-                Input::Delta(prev, changed)
-            }
-            Some(prev) if self.connector.is_none() && !want_full && self.last_full.elapsed() < resync => {
-                Input::Read(Some(prev), Reuse::Unchanged, HashSet::new())
+            Some(prev) if !want_full && self.last_full.elapsed() < resync => {
+                if self.connector.is_some() {
+                    Input::Delta(prev, changed)
+                } else {
+                    changed.extend(
+                        prev.procs.iter().filter(|p| p.ppid.is_some_and(|pp| exited.contains(&pp))).map(|p| p.pid()),
+                    );
+                    changed.extend(exited);
+                    Input::Read(Some(prev), Reuse::Unchanged, changed)
+                }
             }
             prev => {
                 self.last_full = now;
@@ -516,20 +538,22 @@ impl Daemon {
         let input = self.next_input();
         let before = book.clone();
         let started = Instant::now();
-        let res = match tokio::task::spawn_blocking(move || run_cycle(procfs, cfg, scope, book, input, dry_run)).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!(reaper_action = "error", "cycle failed: {e}");
-                self.book = before;
-                self.need_full = true;
-                return Vec::new();
-            }
-        };
+        let state_path = self.state_path.clone();
+        let res =
+            match tokio::task::spawn_blocking(move || run_cycle(procfs, cfg, scope, book, input, dry_run, &state_path))
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(reaper_action = "error", "cycle failed: {e}");
+                    self.book = before;
+                    self.need_full = true;
+                    return Vec::new();
+                }
+            };
         self.book = res.book;
-        if self.book != before
-            && let Err(e) = state::save(&self.state_path, &self.book)
-        {
-            tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", self.state_path.display());
+        if let Some(saved) = res.saved {
+            self.state_writes.record(&self.state_path, saved);
         }
         let a = match res.assessment {
             Ok(a) => a,
@@ -542,7 +566,7 @@ impl Daemon {
         let events = self.record(&a, &res.outcomes, res.dry_run, started.elapsed());
         self.rewatch(&a);
         if !res.outcomes.is_empty() {
-            self.need_full = true; // the reap changed much; start from a clean read
+            self.want_full = true; // the reap changed much; read every stat again
         }
         self.last = Some(a.snapshot);
         drop((a.forest, a.judgements, res.outcomes));
@@ -551,9 +575,8 @@ impl Daemon {
         self.notifier.status(&line);
         if let Some(path) = self.shared.borrow().cfg.metrics_textfile.clone() {
             let text = report::metrics::render(&self.shared.borrow().status(0));
-            if let Err(e) = report::metrics::write_textfile(&path, &text) {
-                tracing::warn!("cannot write metrics to {}: {e}", path.display());
-            }
+            let written = report::metrics::write_textfile(&path, &text);
+            self.metrics_writes.record(&path, written);
         }
         events
     }
@@ -682,10 +705,11 @@ impl Daemon {
                 self.wake.notify_one(); // already gone: rescan
                 continue;
             };
-            let wake = self.wake.clone();
+            let (wake, exited) = (self.wake.clone(), self.exited.clone());
             self.pidfd_tasks.push(tokio::task::spawn_local(async move {
                 if let Ok(afd) = sys::async_fd(fd) {
                     let _ = afd.readable().await;
+                    exited.borrow_mut().insert(pid);
                     wake.notify_one();
                 }
             }));

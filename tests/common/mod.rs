@@ -200,6 +200,7 @@ pub struct Spec {
     note_term: bool,
     uid: Option<u32>,
     on_usr1: Vec<Spec>,
+    touch_mib: u64,
 }
 
 impl Spec {
@@ -216,6 +217,7 @@ impl Spec {
             note_term: false,
             uid: None,
             on_usr1: Vec::new(),
+            touch_mib: 0,
         }
     }
 
@@ -281,7 +283,15 @@ impl Spec {
         self
     }
 
-    fn subreaper(mut self) -> Spec {
+    /// Holds `mib` MiB of private memory, every page written (Pss of that size).
+    pub fn touch_mib(mut self, mib: u64) -> Spec {
+        self.touch_mib = mib;
+        self
+    }
+
+    /// A child subreaper: orphans below it are re-parented to it (a scope of
+    /// its own, e.g. one running as another uid).
+    pub fn subreaper(mut self) -> Spec {
         self.subreaper = true;
         self
     }
@@ -299,6 +309,7 @@ impl Spec {
             "note_term": self.note_term,
             "uid": self.uid,
             "on_usr1": self.on_usr1.iter().map(Spec::to_json).collect::<Vec<_>>(),
+            "touch_mib": self.touch_mib,
         })
     }
 
