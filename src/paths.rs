@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use crate::config::{Config, xdg_dir};
 
-fn is_root() -> bool {
+/// Whether this process runs as the system daemon / system-wide tool
+/// (effective uid 0): that picks /etc, /run and /var/lib over the user's
+/// XDG directories. One answer for every path.
+pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 

@@ -224,7 +224,7 @@ impl Sources {
 }
 
 pub fn default_config_path() -> PathBuf {
-    if rustix::process::getuid().is_root() {
+    if crate::paths::is_root() {
         PathBuf::from("/etc/mcp-reaper/config.toml")
     } else {
         xdg_dir("XDG_CONFIG_HOME", ".config").join("mcp-reaper/config.toml")

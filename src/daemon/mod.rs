@@ -99,7 +99,7 @@ impl CycleSummary {
             *kept.entry(j.verdict.as_str()).or_default() += 1;
         }
         CycleSummary {
-            trees_reaped: outcomes.iter().filter(|o| o.unkillable.is_empty() && o.gone > 0).count(),
+            trees_reaped: outcomes.iter().filter(|o| o.reaped()).count(),
             processes_reaped: outcomes.iter().map(|o| o.gone).sum(),
             escalations: outcomes.iter().filter(|o| o.escalated).count(),
             failures: outcomes.iter().filter(|o| !o.success()).count(),
@@ -175,11 +175,14 @@ pub fn settings(cfg: &Config, dry_run: bool) -> reap::Settings {
 fn once(args: &Args, cfg: &Config) -> ExitCode {
     let mode = mode_of(args, cfg);
     let state_path = args.state_file.clone().expect("set in main");
-    let (mut book, warning) = state::load(&state_path);
+    let (mut book, warning) = state::load_for_writer(&state_path);
     if let Some(w) = warning {
         tracing::warn!(reaper_action = "error", "{w}");
     }
     let procfs = ProcFs::new(&args.proc_root);
+    if let Some(note) = procfs.hidden_notice() {
+        tracing::info!("{note}");
+    }
     let (assessment, orders) = match cycle::plan(&procfs, cfg, args.scope, &mut book, SystemTime::now()) {
         Ok(x) => x,
         Err(e) => {

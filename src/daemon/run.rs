@@ -375,8 +375,11 @@ impl Daemon {
                                             self.changed.insert(pid);
                                             // A new host or server: look soon, so its
                                             // host is watched before it can die.
+                                            // At most two such scans a second: a busy
+                                            // machine may exec hosts and servers all the time.
                                             if self.soon.is_none() && self.is_interesting_exec(pid) {
-                                                self.soon = Some(Instant::now() + Duration::from_millis(50));
+                                                let at = (Instant::now() + Duration::from_millis(50)).max(last_scan + Duration::from_millis(500));
+                                                self.soon = Some(at);
                                             }
                                         }
                                         ProcEvent::Fork { child, .. } => { self.changed.insert(child); }
@@ -595,18 +598,31 @@ impl Daemon {
             }
             seen.insert(root.id, j.verdict);
             if self.known.get(&root.id) != Some(&j.verdict) && !j.reap {
-                tracing::info!(
-                    reaper_action = "keep",
-                    reaper_verdict = j.verdict.as_str(),
-                    reaper_reason = %j.reason,
-                    reaper_root_pid = root.pid().get(),
-                    reaper_members = j.members.len(),
-                    "{} tree root={} ({}): {}",
-                    j.verdict,
-                    root.pid(),
-                    crate::policy::short_cmd(root, 60),
-                    j.reason
-                );
+                // A new live tree is the normal state of things (a busy
+                // machine starts many): debug. What is kept for another
+                // reason, or waits, is worth a line at info.
+                macro_rules! keep {
+                    ($level:expr) => {
+                        tracing::event!(
+                            $level,
+                            reaper_action = "keep",
+                            reaper_verdict = j.verdict.as_str(),
+                            reaper_reason = %j.reason,
+                            reaper_root_pid = root.pid().get(),
+                            reaper_members = j.members.len(),
+                            "{} tree root={} ({}): {}",
+                            j.verdict,
+                            root.pid(),
+                            crate::policy::short_cmd(root, 60),
+                            j.reason
+                        )
+                    };
+                }
+                if j.verdict == Verdict::Live {
+                    keep!(tracing::Level::DEBUG);
+                } else {
+                    keep!(tracing::Level::INFO);
+                }
             }
             trees.push(TreeView {
                 status: TreeStatus {
@@ -653,7 +669,7 @@ impl Daemon {
                 line: o.line(),
             };
             if !dry_run {
-                s.totals.trees_reaped += u64::from(o.gone > 0);
+                s.totals.trees_reaped += u64::from(o.reaped());
                 s.totals.processes_reaped += o.gone as u64;
                 s.totals.reclaimed_bytes += o.reclaimed.total();
                 s.totals.escalations += u64::from(o.escalated);

@@ -104,6 +104,12 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The one definition of "a tree reaped", for every total: something
+    /// was ended and nothing was left behind unkillable.
+    pub fn reaped(&self) -> bool {
+        self.gone > 0 && self.unkillable.is_empty()
+    }
+
     pub fn success(&self) -> bool {
         self.unkillable.is_empty() && self.errors.is_empty()
     }
