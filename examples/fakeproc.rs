@@ -32,6 +32,16 @@
 //! - `touch_mib`: allocate this many MiB and write to every page (after the
 //!   children are spawned, before the ready line), so the process holds that
 //!   much private memory (Pss) for memory-accounting tests.
+//! - `exe`: start this process through that path (a symlink to this program)
+//!   rather than this program's own: its comm is then the link's name, which
+//!   may hold `)`, spaces or a newline.
+//! - `pad_kib`: the parent appends that many KiB of filler arguments (up to
+//!   127 KiB each, the most one argv string may hold) to the argv it starts
+//!   this process with; they are not in `FAKEPROC` (an environment string
+//!   has the same limit), nor in the ready line.
+//! - `flip`: a second argv. Every 3 ms the process execs itself (same pid)
+//!   with the other argv: readers of `/proc` may see either, or one in their
+//!   first read and the other in their second. The ready line is written once.
 //!
 //! Once its own children are spawned, every process appends one line
 //! `"<pid> <ppid> <argv joined by spaces>\n"` to the file named by
@@ -92,6 +102,12 @@ struct Spec {
     on_usr1: Vec<Spec>,
     #[serde(default)]
     touch_mib: u64,
+    #[serde(default)]
+    exe: Option<std::path::PathBuf>,
+    #[serde(default)]
+    flip: Vec<Arg>,
+    #[serde(default)]
+    pad_kib: usize,
 }
 
 fn fail(msg: &str) -> ! {
@@ -166,11 +182,19 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
         fail("a child's argv must not be empty");
     }
     let json = serde_json::to_string(child).expect("a spec serializes");
-    let mut cmd = Command::new(exe);
+    // Through another path (a symlink to this program) the kernel names the
+    // process after that path: a way to get any comm.
+    let mut cmd = Command::new(child.exe.as_deref().unwrap_or(exe));
     cmd.arg0(OsStr::from_bytes(child.argv[0].bytes()))
         .args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
         .env("FAKEPROC", json)
         .stdin(Stdio::null());
+    let mut left = child.pad_kib * 1024;
+    while left > 0 {
+        let n = left.min(127 * 1024);
+        cmd.arg("p".repeat(n));
+        left -= n;
+    }
     if let Some(uid) = child.uid {
         cmd.uid(uid).gid(uid);
     }
@@ -262,7 +286,7 @@ fn main() {
         std::mem::forget(mem);
     }
 
-    if let Some(path) = std::env::var_os("FAKEPROC_READY") {
+    if let Some(path) = std::env::var_os("FAKEPROC_READY").filter(|_| std::env::var_os("FAKEPROC_FLIPPED").is_none()) {
         let mut line = format!("{} {} ", std::process::id(), std::os::unix::process::parent_id()).into_bytes();
         for (i, a) in spec.argv.iter().enumerate() {
             if i > 0 {
@@ -285,6 +309,19 @@ fn main() {
 
     if spec.exit_after_spawn {
         std::process::exit(0);
+    }
+    if !spec.flip.is_empty() {
+        std::thread::sleep(Duration::from_millis(3));
+        let mut next = spec.clone();
+        std::mem::swap(&mut next.argv, &mut next.flip);
+        let json = serde_json::to_string(&next).expect("a spec serializes");
+        let e = Command::new(&exe)
+            .arg0(OsStr::from_bytes(next.argv[0].bytes()))
+            .args(next.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
+            .env("FAKEPROC", json)
+            .env("FAKEPROC_FLIPPED", "1")
+            .exec();
+        fail(&format!("exec for flip: {e}"));
     }
     if !spec.on_usr1.is_empty() {
         let set = usr1_set();

@@ -201,6 +201,9 @@ pub struct Spec {
     uid: Option<u32>,
     on_usr1: Vec<Spec>,
     touch_mib: u64,
+    exe: Option<PathBuf>,
+    flip: Vec<Value>,
+    pad_kib: usize,
 }
 
 impl Spec {
@@ -218,6 +221,9 @@ impl Spec {
             uid: None,
             on_usr1: Vec::new(),
             touch_mib: 0,
+            exe: None,
+            flip: Vec::new(),
+            pad_kib: 0,
         }
     }
 
@@ -289,6 +295,26 @@ impl Spec {
         self
     }
 
+    /// Started through `path`, a symlink to fakeproc: the process's comm is
+    /// the link's name (see examples/fakeproc.rs).
+    pub fn exe(mut self, path: &Path) -> Spec {
+        self.exe = Some(path.to_path_buf());
+        self
+    }
+
+    /// Started with `kib` KiB of filler arguments after its argv (a huge
+    /// command line; see examples/fakeproc.rs).
+    pub fn pad_kib(mut self, kib: usize) -> Spec {
+        self.pad_kib = kib;
+        self
+    }
+
+    /// Execs itself every 3 ms, alternating between its argv and `argv`.
+    pub fn flip(mut self, argv: &[&str]) -> Spec {
+        self.flip = argv.iter().map(|a| json!(a)).collect();
+        self
+    }
+
     /// A child subreaper: orphans below it are re-parented to it (a scope of
     /// its own, e.g. one running as another uid).
     pub fn subreaper(mut self) -> Spec {
@@ -310,6 +336,9 @@ impl Spec {
             "uid": self.uid,
             "on_usr1": self.on_usr1.iter().map(Spec::to_json).collect::<Vec<_>>(),
             "touch_mib": self.touch_mib,
+            "exe": self.exe,
+            "flip": self.flip,
+            "pad_kib": self.pad_kib,
         })
     }
 
