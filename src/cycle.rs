@@ -129,7 +129,9 @@ pub fn plan_from(
     // Fresh `stat` of every process (ppids, states); command lines of settled,
     // unchanged processes are the ones just judged.
     let started = Instant::now();
-    let snap = procfs.rescan(Some(&a.snapshot), Reuse::Cmdlines, &Default::default()).map_err(AssessError::Scan)?;
+    let snap = procfs
+        .rescan(Some(&a.snapshot), Reuse::Cmdlines, &std::collections::HashSet::default())
+        .map_err(AssessError::Scan)?;
     let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started)?;
     let orders = fresh
         .judgements

@@ -68,7 +68,7 @@ impl Redactor {
             return Cow::Borrowed(text);
         }
         let mut spans: Vec<(usize, usize)> = Vec::new();
-        for i in hits.iter() {
+        for i in &hits {
             for caps in self.each[i].captures_iter(text) {
                 if caps.len() == 1 {
                     let m = caps.get(0).expect("group 0 always takes part");
@@ -106,13 +106,13 @@ static CURRENT: RwLock<Option<Arc<Redactor>>> = RwLock::new(None);
 
 /// Makes `r` the redactor of this process (after a config is loaded or reloaded).
 pub fn install(r: Arc<Redactor>) {
-    *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    *CURRENT.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
 }
 
 /// The installed redactor, or the embedded default's when none was installed:
 /// a path that forgets to install one still masks the default secrets.
 pub fn current() -> Arc<Redactor> {
-    let installed = CURRENT.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let installed = CURRENT.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     installed.unwrap_or_else(|| DEFAULT.clone())
 }
 

@@ -10,17 +10,79 @@ use crate::policy::GraceBook;
 
 /// Reads the state. The warning, if any, says why it starts empty.
 pub fn load(path: &Path) -> (GraceBook, Option<String>) {
-    match std::fs::read_to_string(path) {
-        Ok(text) => match GraceBook::from_json(&text) {
-            Ok(b) => (b, None),
-            Err(e) => {
-                (GraceBook::default(), Some(format!("state file {} is corrupt ({e}); starting empty", path.display())))
-            }
-        },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (GraceBook::default(), None),
-        Err(e) => {
-            (GraceBook::default(), Some(format!("cannot read state file {}: {e}; starting empty", path.display())))
+    loaded(path, read(path))
+}
+
+fn loaded(path: &Path, read: Read) -> (GraceBook, Option<String>) {
+    match read {
+        Read::Book(b) => (b, None),
+        Read::Missing => (GraceBook::default(), None),
+        Read::Corrupt(e) => {
+            (GraceBook::default(), Some(format!("state file {} is corrupt ({e}); starting empty", path.display())))
         }
+        Read::Failed(e) => (GraceBook::default(), Some(unreadable(path, &e))),
+    }
+}
+
+/// [`load`] for the one who writes the file (the daemon, `--once`): a
+/// corrupt file is moved aside to `NAME.corrupt`, so the next save does not
+/// destroy what someone may want to look at, and the next start does not
+/// warn about it again.
+pub fn load_for_writer(path: &Path) -> (GraceBook, Option<String>) {
+    match read(path) {
+        Read::Corrupt(e) => {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(".corrupt");
+            let aside = std::path::PathBuf::from(aside);
+            let moved = match std::fs::rename(path, &aside) {
+                Ok(()) => format!("moved it to {}", aside.display()),
+                Err(m) => format!("could not move it to {}: {m}", aside.display()),
+            };
+            (
+                GraceBook::default(),
+                Some(format!("state file {} is corrupt ({e}); {moved}; starting empty", path.display())),
+            )
+        }
+        other => loaded(path, other),
+    }
+}
+
+enum Read {
+    Book(GraceBook),
+    Missing,
+    Corrupt(String),
+    Failed(io::Error),
+}
+
+/// Far more than any real grace book (a few hundred bytes per tree): a
+/// bigger file is not ours, and is not read into memory whole.
+const MAX_SIZE: u64 = 16 << 20;
+
+fn read(path: &Path) -> Read {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Read::Missing,
+        Err(e) => return Read::Failed(e),
+    };
+    let mut bytes = Vec::new();
+    if let Err(e) = io::Read::read_to_end(&mut io::Read::take(file, MAX_SIZE + 1), &mut bytes) {
+        return Read::Failed(e);
+    }
+    if bytes.len() as u64 > MAX_SIZE {
+        return Read::Corrupt(format!("larger than {} MiB", MAX_SIZE >> 20));
+    }
+    let Ok(text) = String::from_utf8(bytes) else { return Read::Corrupt("not UTF-8 text".to_string()) };
+    match GraceBook::from_json(&text) {
+        Ok(b) => Read::Book(b),
+        Err(e) => Read::Corrupt(e),
+    }
+}
+
+fn unreadable(path: &Path, e: &io::Error) -> String {
+    if e.raw_os_error() == Some(libc::EISDIR) {
+        format!("state file {} is a directory; starting empty, and grace times will not be kept", path.display())
+    } else {
+        format!("cannot read state file {}: {e}; starting empty", path.display())
     }
 }
 
@@ -67,7 +129,18 @@ mod tests {
         let (empty, warn) = load(&path);
         assert!(empty.is_empty());
         assert!(warn.unwrap().contains("corrupt"));
+        assert!(path.exists(), "a reader leaves a corrupt file alone");
+        std::fs::write(&path, b"\xff\xfe{garbage").unwrap();
+        let (empty, warn) = load_for_writer(&path);
+        assert!(empty.is_empty());
+        let warn = warn.unwrap();
+        assert!(warn.contains("corrupt (not UTF-8 text)") && warn.contains("moved it to"), "{warn}");
+        assert!(!path.exists());
+        assert_eq!(std::fs::read(dir.join("sub/state.json.corrupt")).unwrap(), b"\xff\xfe{garbage");
         assert_eq!(load(&dir.join("missing.json")), (GraceBook::default(), None));
+        let (_, warn) = load_for_writer(&dir.join("sub"));
+        assert!(warn.unwrap().contains("is a directory"));
+        assert!(dir.join("sub").is_dir());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -235,7 +235,7 @@ pub fn default_config_path() -> PathBuf {
 pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
     match std::env::var_os(var).map(PathBuf::from) {
         Some(p) if p.is_absolute() => p,
-        _ => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/")).join(fallback),
+        _ => std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from).join(fallback),
     }
 }
 
@@ -634,10 +634,10 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
             draft.mode = Some(m.into_inner());
         }
         if let Some(n) = l.int_in(r.interval_secs, "reaper.interval_secs", 1, 86_400) {
-            draft.interval_secs = Some(n as u64);
+            draft.interval_secs = u64::try_from(n).ok();
         }
         if let Some(n) = l.int_in(r.grace_secs, "reaper.grace_secs", 0, 604_800) {
-            draft.grace_secs = Some(n as u64);
+            draft.grace_secs = u64::try_from(n).ok();
         }
         if let Some(t) = r.term_timeout_secs {
             let secs = *t.get_ref();
@@ -656,13 +656,13 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
         }
         // u32::MAX is (uid_t)-1, "no uid": a floor no user can reach.
         if let Some(n) = l.int_in(r.min_uid, "reaper.min_uid", 0, i128::from(u32::MAX - 1)) {
-            draft.min_uid = Some(n as u32);
+            draft.min_uid = u32::try_from(n).ok();
         }
     }
     if let Some(p) = file.patterns {
         let lists = [p.hosts, p.servers, p.launchers, p.adopters, p.protect];
         for (i, list) in lists.into_iter().enumerate() {
-            let Some(span) = list.as_ref().map(|l| l.span()) else { continue };
+            let Some(span) = list.as_ref().map(toml::Spanned::span) else { continue };
             let key = format!("patterns.{}", LIST_NAMES[i]);
             let Some(ok) = checked_list(&mut l, list, &key) else { continue };
             // Checked here, where the list has a position, not when the matcher is built.
@@ -700,6 +700,8 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
 
 /// Why a configured path cannot work, caught here rather than when the daemon
 /// first uses it.
+// Debug on purpose: quoted, with a NUL or control character shown as an escape.
+#[allow(clippy::unnecessary_debug_formatting)]
 fn path_problem(p: &Path, socket: bool) -> Option<String> {
     use std::os::unix::ffi::OsStrExt as _;
     // sun_path is 108 bytes, its last one the terminating NUL.
@@ -788,7 +790,7 @@ mod tests {
     fn every_semantic_error_is_reported_with_position_and_key() {
         let text = "[reaper]\ninterval_secs = 0\ngrace_secs = -1\nterm_timeout_secs = 1000.0\n[patterns]\nhosts = ['ok', '(unclosed']\n";
         let errs = Config::from_str_with_default("u.toml", text).unwrap_err().0;
-        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        let shown: Vec<String> = errs.iter().map(std::string::ToString::to_string).collect();
         assert_eq!(errs.len(), 4, "{shown:#?}");
         assert!(shown[0].starts_with("u.toml:2:17: reaper.interval_secs: must be between 1 and 86400"), "{}", shown[0]);
         assert!(shown[1].starts_with("u.toml:3:14: reaper.grace_secs"), "{}", shown[1]);
@@ -813,7 +815,7 @@ mod tests {
     fn every_syntax_type_and_key_problem_is_reported_at_once() {
         let text = "[reaper]\ngrace = 3\ninterval_secs = \"ten\"\nmin_uid = -1\nmode = \"x\"\n[patterns]\nhosts = ['(']\n[extra]\n";
         let errs = Config::from_str_with_default("u.toml", text).unwrap_err().0;
-        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        let shown: Vec<String> = errs.iter().map(std::string::ToString::to_string).collect();
         assert_eq!(errs.len(), 6, "{shown:#?}");
         for want in [
             "u.toml:2:1",
@@ -880,7 +882,7 @@ mod tests {
     fn bad_redact_patterns_are_refused_with_position_and_key() {
         let text = "[redact]\nextra_patterns = ['ok', '(unclosed']\npatterns = [\n  '[z-a]',\n]\nenable = true\n";
         let errs = Config::from_str_with_default("u.toml", text).unwrap_err().0;
-        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        let shown: Vec<String> = errs.iter().map(std::string::ToString::to_string).collect();
         assert_eq!(errs.len(), 3, "{shown:#?}");
         for want in [
             "u.toml:2:25: redact.extra_patterns[1]: invalid regex",

@@ -153,6 +153,9 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     };
     let grace = read_grace(&cfg);
     let procfs = ProcFs::new(&args.proc_root);
+    if let Some(note) = procfs.hidden_notice() {
+        eprintln!("reaperctl: note: {note}");
+    }
     let a = match cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now()) {
         Ok(a) => a,
         Err(e) => {
@@ -176,15 +179,14 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
 
 /// Sends one request to the daemon; prints why it failed and returns the exit code.
 fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
-    let path = match &cli.socket {
-        Some(p) => p.clone(),
-        None => {
-            let cfg = Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
-            let own = crate::paths::socket(&cfg);
-            // A user without a user daemon may still ask the system daemon.
-            let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
-            if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }
-        }
+    let path = if let Some(p) = &cli.socket {
+        p.clone()
+    } else {
+        let cfg = Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
+        let own = crate::paths::socket(&cfg);
+        // A user without a user daemon may still ask the system daemon.
+        let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
+        if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }
     };
     let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
         Ok(s) => s,

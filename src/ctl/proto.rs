@@ -171,7 +171,8 @@ pub fn frame_len(header: [u8; 4], max: usize) -> Result<usize, FrameError> {
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
     let body = serde_json::to_vec(msg).expect("protocol types serialize");
     let mut out = Vec::with_capacity(4 + body.len());
-    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    let len = u32::try_from(body.len()).expect("a message far below 4 GiB (replies are capped by the tree count)");
+    out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&body);
     out
 }

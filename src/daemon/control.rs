@@ -188,10 +188,7 @@ pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx:
 }
 
 async fn client(mut stream: UnixStream, shared: Rc<RefCell<Shared>>, loop_tx: mpsc::Sender<LoopRequest>) {
-    let peer = match rustix::net::sockopt::socket_peercred(&stream) {
-        Ok(c) => c,
-        Err(_) => return,
-    };
+    let Ok(peer) = rustix::net::sockopt::socket_peercred(&stream) else { return };
     let uid = peer.uid.as_raw();
     // The client gets CLIENT_TIMEOUT to send its request and again to take
     // the reply; the wait in between is ours (a reap-now lasts a whole cycle,

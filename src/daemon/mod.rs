@@ -36,12 +36,14 @@ use crate::state;
         the process start time. With --once it runs one cycle and exits (for a systemd timer); in \
         dry-run it decides and logs \"would reap\" but signals nothing.",
     after_long_help = "Exit status: 0 ok (also when a tree could not be killed: that is reported), 64 usage, \
-        70 internal error, 73 cannot write the state file, 75 another instance holds the socket lock, \
+        70 internal error, 73 cannot write the state file or create the socket's directory, \
+        75 another instance holds the socket lock, \
         77 permission denied, 78 configuration error.\n\n\
         Files: /etc/mcp-reaper/config.toml and config.d/*.toml, /run/mcp-reaper/control.sock, \
         /var/lib/mcp-reaper/state.json (for a user: ~/.config/mcp-reaper/, $XDG_RUNTIME_DIR/mcp-reaper/, \
         $XDG_STATE_HOME/mcp-reaper/). See mcp-reaper.toml(5) and reaperctl(1)."
 )]
+#[allow(clippy::struct_excessive_bools)] // command-line switches
 pub struct Args {
     /// Run one cycle (scan, judge, terminate, report) and exit: what a systemd timer runs.
     #[arg(long)]
@@ -94,7 +96,7 @@ pub struct CycleSummary {
 
 impl CycleSummary {
     pub fn new(judged: &cycle::Assessment, outcomes: &[Outcome]) -> CycleSummary {
-        let mut kept: std::collections::BTreeMap<&'static str, usize> = Default::default();
+        let mut kept = std::collections::BTreeMap::<&'static str, usize>::default();
         for j in judged.judgements.iter().filter(|j| !j.reap) {
             *kept.entry(j.verdict.as_str()).or_default() += 1;
         }
@@ -169,7 +171,7 @@ pub fn mode_of(args: &Args, cfg: &Config) -> Mode {
 }
 
 pub fn settings(cfg: &Config, dry_run: bool) -> reap::Settings {
-    reap::Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_millis(1000), dry_run }
+    reap::Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_secs(1), dry_run }
 }
 
 fn once(args: &Args, cfg: &Config) -> ExitCode {

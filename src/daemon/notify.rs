@@ -1,4 +1,4 @@
-//! sd_notify(3) without libsystemd: one datagram to `$NOTIFY_SOCKET`.
+//! `sd_notify(3)` without libsystemd: one datagram to `$NOTIFY_SOCKET`.
 
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
@@ -55,7 +55,8 @@ impl Notifier {
     /// For `Type=notify-reload`: RELOADING=1 with the monotonic time.
     pub fn reloading(&self) {
         let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-        let usec = now.tv_sec as u64 * 1_000_000 + now.tv_nsec as u64 / 1000;
+        // CLOCK_MONOTONIC is never negative.
+        let usec = now.tv_sec.cast_unsigned() * 1_000_000 + now.tv_nsec.cast_unsigned() / 1000;
         self.send(&format!("RELOADING=1\nMONOTONIC_USEC={usec}"));
     }
 

@@ -129,8 +129,8 @@ enum Input {
 }
 
 fn run_cycle(
-    procfs: ProcFs,
-    cfg: Config,
+    procfs: &ProcFs,
+    cfg: &Config,
     scope: Option<Pid>,
     mut book: GraceBook,
     input: Input,
@@ -146,14 +146,14 @@ fn run_cycle(
     };
     let planned = snap
         .map_err(cycle::AssessError::Scan)
-        .and_then(|snap| cycle::assess_snapshot(&procfs, &cfg, scope, &book, now, snap, started))
-        .and_then(|a| cycle::plan_from(&procfs, &cfg, scope, &mut book, now, a));
+        .and_then(|snap| cycle::assess_snapshot(procfs, cfg, scope, &book, now, snap, started))
+        .and_then(|a| cycle::plan_from(procfs, cfg, scope, &mut book, now, a));
     // Saved before acting, not after: a daemon killed mid-termination keeps
     // the grace clocks this cycle started.
     let saved = (book != before).then(|| state::save(state_path, &book));
     match planned {
         Ok((a, orders)) => {
-            let outcomes = crate::reap::terminate_with(&procfs, orders, &settings(&cfg, dry_run), Some(&a.snapshot));
+            let outcomes = crate::reap::terminate_with(procfs, orders, &settings(cfg, dry_run), Some(&a.snapshot));
             CycleResult { assessment: Ok(a), outcomes, book, dry_run, saved }
         }
         Err(e) => CycleResult { assessment: Err(e.to_string()), outcomes: Vec::new(), book, dry_run, saved },
@@ -313,6 +313,7 @@ impl Daemon {
         code
     }
 
+    #[allow(clippy::too_many_lines)] // one select! over every source of work
     async fn run(&mut self, mut req_rx: mpsc::Receiver<LoopRequest>) -> std::process::ExitCode {
         let (Ok(mut sigterm), Ok(mut sigint), Ok(mut sighup)) =
             (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
@@ -349,8 +350,8 @@ impl Daemon {
             let mut reply: Option<oneshot::Sender<ReapResult>> = None;
             let mut dry_override = None;
             tokio::select! {
-                _ = tokio::time::sleep_until(deadline.into()) => scan = true,
-                _ = self.wake.notified() => {
+                () = tokio::time::sleep_until(deadline.into()) => scan = true,
+                () = self.wake.notified() => {
                     // Let the kernel finish re-parenting the exited host's children.
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     scan = true;
@@ -401,7 +402,7 @@ impl Daemon {
                         }
                     }
                 }
-                _ = async { match &mut watchdog { Some(w) => { w.tick().await; } None => std::future::pending().await } } => {
+                () = async { match &mut watchdog { Some(w) => { w.tick().await; } None => std::future::pending().await } } => {
                     self.notifier.watchdog_ping();
                 }
                 r = async { match &watch { Some((_, fd)) => fd.readable().await.map(|mut g| g.clear_ready()).ok(), None => std::future::pending().await } } => {
@@ -443,7 +444,7 @@ impl Daemon {
     /// Event mode reads only what the kernel reported changed; pidfd mode
     /// reads only new pids, and the children of watched processes that
     /// exited (they were re-parented). Full reads still come every RESYNC /
-    /// PIDFD_RESYNC, and fresh ones every FRESH and whenever events were lost.
+    /// `PIDFD_RESYNC`, and fresh ones every FRESH and whenever events were lost.
     fn next_input(&mut self) -> Input {
         let prev = self.last.take();
         let mut changed = std::mem::take(&mut self.changed);
@@ -462,7 +463,10 @@ impl Daemon {
                     Input::Delta(prev, changed)
                 } else {
                     changed.extend(
-                        prev.procs.iter().filter(|p| p.ppid.is_some_and(|pp| exited.contains(&pp))).map(|p| p.pid()),
+                        prev.procs
+                            .iter()
+                            .filter(|p| p.ppid.is_some_and(|pp| exited.contains(&pp)))
+                            .map(super::super::scan::Process::pid),
                     );
                     changed.extend(exited);
                     Input::Read(Some(prev), Reuse::Unchanged, changed)
@@ -519,7 +523,7 @@ impl Daemon {
                 ReloadResult {
                     at_unix: unix_now(),
                     ok: false,
-                    messages: errs.0.iter().map(|e| e.to_string()).collect(),
+                    messages: errs.0.iter().map(std::string::ToString::to_string).collect(),
                 }
             }
         };
@@ -542,18 +546,19 @@ impl Daemon {
         let before = book.clone();
         let started = Instant::now();
         let state_path = self.state_path.clone();
-        let res =
-            match tokio::task::spawn_blocking(move || run_cycle(procfs, cfg, scope, book, input, dry_run, &state_path))
-                .await
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::error!(reaper_action = "error", "cycle failed: {e}");
-                    self.book = before;
-                    self.need_full = true;
-                    return Vec::new();
-                }
-            };
+        let res = match tokio::task::spawn_blocking(move || {
+            run_cycle(&procfs, &cfg, scope, book, input, dry_run, &state_path)
+        })
+        .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(reaper_action = "error", "cycle failed: {e}");
+                self.book = before;
+                self.need_full = true;
+                return Vec::new();
+            }
+        };
         self.book = res.book;
         if let Some(saved) = res.saved {
             self.state_writes.record(&self.state_path, saved);
@@ -584,6 +589,7 @@ impl Daemon {
         events
     }
 
+    #[allow(clippy::too_many_lines)] // one pass that updates every part of the status
     fn record(&mut self, a: &Assessment, outcomes: &[Outcome], dry_run: bool, took: Duration) -> Vec<ReapEvent> {
         let snap = &a.snapshot;
         let now = Instant::now();
@@ -650,7 +656,8 @@ impl Daemon {
         s.trees = trees;
         for o in outcomes {
             report::log::outcome(o);
-            let uid = snap.get(o.root.pid).filter(|p| p.id == o.root).and_then(|p| p.uid()).map(|u| u.0);
+            let uid =
+                snap.get(o.root.pid).filter(|p| p.id == o.root).and_then(super::super::scan::Process::uid).map(|u| u.0);
             let ev = ReapEvent {
                 at_unix: unix_now(),
                 dry_run,
@@ -660,7 +667,7 @@ impl Daemon {
                 reason: o.reason.clone(),
                 uid,
                 members: o.members + o.joined,
-                signals: o.signals.iter().map(|s| s.to_string()).collect(),
+                signals: o.signals.iter().map(std::string::ToString::to_string).collect(),
                 escalated: o.escalated,
                 unkillable: o.unkillable.len(),
                 errors: o.errors.clone(),
@@ -689,7 +696,7 @@ impl Daemon {
             tracing::info!(
                 reaper_action = "cycle",
                 reaper_reclaimed_bytes = summary.reclaimed_bytes,
-                reaper_duration_ms = took.as_millis() as u64,
+                reaper_duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
                 "{}",
                 summary.line(dry_run, outcomes.len())
             );

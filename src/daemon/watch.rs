@@ -3,7 +3,7 @@
 //!
 //! The config path may be a symlink, or lead through symlinked directories
 //! (`/etc/mcp-reaper/config.toml -> /srv/cfg/reaper.toml`, or a Kubernetes
-//! ConfigMap's `config.toml -> ..data/config.toml` with `..data` swapped to a
+//! `ConfigMap`'s `config.toml -> ..data/config.toml` with `..data` swapped to a
 //! new directory on update). So every directory on the way is watched: the
 //! one holding each symlink met while resolving the path (for that link's
 //! name) and the one holding the file itself. [`ConfigWatch::rearm`]
@@ -94,7 +94,7 @@ impl ConfigWatch {
                 any = true;
                 continue;
             }
-            let name = ev.file_name().map(|n| n.to_bytes()).unwrap_or_default();
+            let name = ev.file_name().map(std::ffi::CStr::to_bytes).unwrap_or_default();
             any |= self
                 .wds
                 .get(&ev.wd())

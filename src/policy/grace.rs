@@ -58,7 +58,8 @@ impl GraceBook {
             .map(|(id, t)| Entry {
                 pid: id.pid.get(),
                 start_time: id.start_time.0,
-                first_seen_unix_ms: t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64,
+                first_seen_unix_ms: u64::try_from(t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis())
+                    .unwrap_or(u64::MAX),
             })
             .collect();
         trees.sort_by_key(|e| (e.pid, e.start_time));

@@ -252,7 +252,7 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     let seen_for = inp.now.duration_since(first).unwrap_or_default();
     let grace = inp.config.grace();
     if seen_for < grace && j.reap {
-        let left = grace - seen_for;
+        let left = grace.checked_sub(seen_for).unwrap();
         j.verdict = Verdict::Young;
         j.reap = false;
         j.grace_left = Some(left);
@@ -261,7 +261,7 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
             j.reason,
             seen_for.as_secs(),
             grace.as_secs(),
-            left.as_secs_f64().ceil() as u64
+            left.as_secs() + u64::from(left.subsec_nanos() > 0) // rounded up
         );
     }
 }

@@ -6,6 +6,7 @@
 //! every pidfd at once, one SIGKILL wave, so ten stubborn trees cost one timeout.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,7 @@ pub struct Settings {
 pub struct Memory {
     pub pss_bytes: u64,
     pub swap_bytes: u64,
-    /// Counted from RSS + VmSwap because smaps_rollup was unreadable.
+    /// Counted from RSS + `VmSwap` because `smaps_rollup` was unreadable.
     pub estimated_from_rss: bool,
 }
 
@@ -153,17 +154,17 @@ impl Outcome {
             self.took_ms
         );
         if let Some(d) = self.mem_available_delta {
-            s.push_str(&format!("; MemAvailable {}", crate::report::signed_mib(d)));
+            let _ = write!(s, "; MemAvailable {}", crate::report::signed_mib(d));
         }
         if !self.unkillable.is_empty() {
             let u: Vec<String> = self.unkillable.iter().map(|(id, st)| format!("{} ({st})", id.pid)).collect();
-            s.push_str(&format!("; unkillable: {}", u.join(", ")));
+            let _ = write!(s, "; unkillable: {}", u.join(", "));
         }
         if !self.errors.is_empty() {
-            s.push_str(&format!("; errors: {}", self.errors.join("; ")));
+            let _ = write!(s, "; errors: {}", self.errors.join("; "));
         }
         if self.dropped > 0 {
-            s.push_str(&format!("; {} pid(s) dropped (exited or reused)", self.dropped));
+            let _ = write!(s, "; {} pid(s) dropped (exited or reused)", self.dropped);
         }
         s
     }
@@ -209,12 +210,11 @@ pub fn terminate_with(procfs: &ProcFs, orders: Vec<Order>, s: &Settings, judged:
     let mem_before = procfs.meminfo();
     let mut runs: Vec<Run> = orders.into_iter().map(|o| open_targets(procfs, o)).collect();
     let fresh;
-    let snap = match judged {
-        Some(snap) => Some(snap),
-        None => {
-            fresh = procfs.snapshot().ok();
-            fresh.as_ref()
-        }
+    let snap = if let Some(snap) = judged {
+        Some(snap)
+    } else {
+        fresh = procfs.snapshot().ok();
+        fresh.as_ref()
     };
     if s.dry_run {
         // Same path up to here (pidfds opened, identities re-checked, memory
@@ -300,15 +300,14 @@ fn open_verified(procfs: &ProcFs, id: Identity) -> Option<Target> {
     if stat.start_time != id.start_time.0 || matches!(stat.state, b'Z' | b'X') {
         return None;
     }
-    let mem = match procfs.rollup(id) {
-        Some(r) => Memory { pss_bytes: r.pss_bytes, swap_bytes: r.swap_pss_bytes, estimated_from_rss: false },
-        None => {
-            let d = procfs.details(id).unwrap_or_default();
-            Memory {
-                pss_bytes: stat.rss_pages * rustix::param::page_size() as u64,
-                swap_bytes: d.swap_bytes.unwrap_or(0),
-                estimated_from_rss: true,
-            }
+    let mem = if let Some(r) = procfs.rollup(id) {
+        Memory { pss_bytes: r.pss_bytes, swap_bytes: r.swap_pss_bytes, estimated_from_rss: false }
+    } else {
+        let d = procfs.details(id).unwrap_or_default();
+        Memory {
+            pss_bytes: stat.rss_pages * rustix::param::page_size() as u64,
+            swap_bytes: d.swap_bytes.unwrap_or(0),
+            estimated_from_rss: true,
         }
     };
     Some(Target { id, pidfd, mem, gone: false, joined: false, signalled: true })
@@ -403,7 +402,7 @@ fn adopt_new_children(procfs: &ProcFs, r: &mut Run) -> usize {
     while let Some(parent) = frontier.pop() {
         let children = procfs.children(parent).unwrap_or_else(|| {
             let snap = scanned.get_or_insert_with(|| procfs.snapshot().unwrap_or_default());
-            snap.procs.iter().filter(|p| p.ppid == Some(parent)).map(|p| p.pid()).collect()
+            snap.procs.iter().filter(|p| p.ppid == Some(parent)).map(super::scan::Process::pid).collect()
         });
         for child in children {
             if !known.insert(child) {
@@ -446,7 +445,10 @@ fn wait(runs: &mut [Run], deadline: Instant, procfs: &ProcFs) {
         if fds.is_empty() {
             return;
         }
-        let ts = rustix::fs::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
+        let ts = rustix::fs::Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
         let ready = match rustix::event::poll(&mut fds, Some(&ts)) {
             Ok(n) => n,
             Err(rustix::io::Errno::INTR) => 0,
@@ -497,7 +499,7 @@ fn outcome(r: Run, t0: Instant, before: Option<MemInfo>, s: &Settings, procfs: &
         _ => (t0.elapsed(), None),
     };
     let delta = |f: fn(&MemInfo) -> u64| match (before, after) {
-        (Some(b), Some(a)) => Some(f(&a) as i64 - f(&b) as i64),
+        (Some(b), Some(a)) => Some(i128::from(f(&a)) - i128::from(f(&b))).and_then(|d| i64::try_from(d).ok()),
         _ => None,
     };
     Outcome {
@@ -516,7 +518,7 @@ fn outcome(r: Run, t0: Instant, before: Option<MemInfo>, s: &Settings, procfs: &
         gone: r.targets.iter().filter(|t| t.gone).count(),
         unkillable,
         errors: r.errors,
-        took_ms: took.as_millis() as u64,
+        took_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         term_timeout_secs: s.term_timeout.as_secs_f64(),
         reclaimed,
         mem_available_delta: delta(|m| m.mem_available_bytes),

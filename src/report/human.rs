@@ -40,6 +40,7 @@ fn cut(s: &str, width: Option<usize>, used: usize) -> String {
 }
 
 /// Renders the scan. `width`: cut lines to it (a terminal), or `None` (a pipe).
+#[allow(clippy::implicit_hasher)] // one caller, one map
 pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>) -> String {
     let snap = &a.snapshot;
     let report = json::build(a);
@@ -71,10 +72,8 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
             let _ = writeln!(out, "    {:>7} {:<9} {:>6} {:>8}  COMMAND", "PID", "USER", "AGE", "RSS+SWAP");
             let depths: Vec<usize> = t.members.iter().map(|m| m.depth).collect();
             for (k, m) in t.members.iter().enumerate() {
-                let user = m
-                    .uid
-                    .map(|u| users.get(&u).cloned().unwrap_or_else(|| u.to_string()))
-                    .unwrap_or_else(|| "?".into());
+                let user =
+                    m.uid.map_or_else(|| "?".into(), |u| users.get(&u).cloned().unwrap_or_else(|| u.to_string()));
                 let user: String = user.chars().take(9).collect();
                 let mem = if m.state == "Z" { "zombie".to_string() } else { bytes(m.rss_bytes + m.swap_bytes) };
                 let line = format!("    {:>7} {:<9} {:>6} {:>8}  ", m.pid, user, age(m.age_secs as f64), mem);

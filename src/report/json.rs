@@ -105,13 +105,15 @@ pub fn build(a: &Assessment) -> ScanReport {
                         Member {
                             pid: p.pid().get(),
                             start_time: p.id.start_time.0,
-                            ppid: p.ppid.map(|x| x.get()),
-                            pgid: p.pgid.map(|x| x.get()),
-                            sid: p.sid.map(|x| x.get()),
+                            ppid: p.ppid.map(super::super::ids::Pid::get),
+                            pgid: p.pgid.map(super::super::ids::Pid::get),
+                            sid: p.sid.map(super::super::ids::Pid::get),
                             uid: p.uid().map(|u| u.0),
                             state: p.state.0.to_string(),
                             depth,
                             role: a.forest.role(m).as_str(),
+                            // Saturating float-to-int: ages are never negative.
+                            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                             age_secs: snap.age_secs(p) as u64,
                             cmdline: p.display_cmd().into_owned(),
                             rss_bytes: p.rss_bytes,
@@ -141,7 +143,7 @@ pub fn build(a: &Assessment) -> ScanReport {
         reap_processes: reaped.clone().map(|t| t.members.len()).sum(),
         reap_memory_bytes: reaped.map(|t| t.memory_bytes).sum(),
         scan_ms: a.scan_duration.as_secs_f64() * 1000.0,
-        scope: a.scope.map(|s| s.get()),
+        scope: a.scope.map(super::super::ids::Pid::get),
     };
     ScanReport { trees, summary }
 }

@@ -4,11 +4,18 @@
 //! journal fields, so `journalctl -t mcp-reaperd REAPER_ACTION=reap` lists
 //! every reap.
 
+use std::fmt::Display;
+use std::path::Path;
 use std::str::FromStr;
 
+use tracing::Subscriber;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::writer::MakeWriterExt as _;
 use tracing_subscriber::prelude::*;
+use tracing_subscriber::registry::LookupSpan;
 
+use super::journal::{self, Journal};
 use crate::reap::Outcome;
 
 /// Where log lines go.
@@ -30,26 +37,81 @@ pub fn init(level: &str, target: LogTarget, ident: &str) -> &'static str {
         LogTarget::Auto => std::env::var_os("JOURNAL_STREAM").is_some(),
     };
     if want_journal {
-        match tracing_journald::layer() {
+        match Journal::new(ident) {
             Ok(layer) => {
-                let layer = layer.with_field_prefix(None).with_syslog_identifier(ident.to_string());
-                let _ = tracing_subscriber::registry().with(filter).with(layer).try_init();
+                // Entries journald refuses later are written to stderr instead.
+                let fallback =
+                    stderr_layer(std::io::stderr.with_filter(|_: &tracing::Metadata<'_>| journal::is_down()));
+                let _ = tracing_subscriber::registry().with(filter).with(layer).with(fallback).try_init();
                 return "journald";
             }
-            Err(e) => eprintln!("{ident}: journald is not reachable ({e}); logging to stderr"),
+            Err(e) => eprintln!("{ident}: journald is not reachable at {} ({e}); logging to stderr", journal::SOCKET),
         }
     }
-    // On stderr the message says it all; the fields are for journald.
+    let _ = tracing_subscriber::registry().with(filter).with(stderr_layer(std::io::stderr)).try_init();
+    "stderr"
+}
+
+/// Log lines on stderr: the message says it all; the fields are for journald.
+fn stderr_layer<S, W>(writer: W) -> impl tracing_subscriber::Layer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
     let message_only = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
         if field.name() == "message" { write!(w, "{value:?}") } else { Ok(()) }
     });
-    let fmt = tracing_subscriber::fmt::layer()
+    tracing_subscriber::fmt::layer()
         .fmt_fields(message_only)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_target(false)
-        .with_ansi(rustix::termios::isatty(std::io::stderr()));
-    let _ = tracing_subscriber::registry().with(filter).with(fmt).try_init();
-    "stderr"
+        .with_ansi(rustix::termios::isatty(std::io::stderr()))
+}
+
+/// A write the daemon repeats (the state file after each grace-book change,
+/// the metrics textfile after each cycle): a failure is one warning, not one
+/// per cycle, and the first success after failures says the trouble is
+/// over. A full disk or a read-only mount must not flood the journal.
+#[derive(Debug)]
+pub struct Repeated {
+    what: &'static str,
+    failures: u64,
+}
+
+impl Repeated {
+    /// `what` names the file's role: "state file", "metrics textfile".
+    pub fn new(what: &'static str) -> Repeated {
+        Repeated { what, failures: 0 }
+    }
+
+    /// Whether the last write failed.
+    pub fn failing(&self) -> bool {
+        self.failures > 0
+    }
+
+    /// Reports the result of one write of `path`.
+    pub fn record<E: Display>(&mut self, path: &Path, result: Result<(), E>) {
+        let what = self.what;
+        match result {
+            Err(e) if self.failures == 0 => {
+                self.failures = 1;
+                tracing::warn!(
+                    reaper_action = "error",
+                    "cannot write {what} {}: {e}; retrying quietly, and saying when it works again",
+                    path.display()
+                );
+            }
+            Err(e) => {
+                self.failures += 1;
+                tracing::debug!("{what} {} still not writable: {e}", path.display());
+            }
+            Ok(()) if self.failures > 0 => {
+                tracing::info!("{what} {} is writable again, after {} failed write(s)", path.display(), self.failures);
+                self.failures = 0;
+            }
+            Ok(()) => {}
+        }
+    }
 }
 
 /// One entry per tree acted on (or that would be, in dry-run); a tree that

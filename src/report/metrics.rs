@@ -1,4 +1,4 @@
-//! Prometheus text exposition (node_exporter textfile collector and
+//! Prometheus text exposition (`node_exporter` textfile collector and
 //! `reaperctl metrics`).
 
 use std::fmt::Write;
@@ -54,8 +54,8 @@ pub fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
         path.file_name().and_then(|n| n.to_str()).unwrap_or("metrics"),
         std::process::id()
     ));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
+    // A failed write (a full disk) must not leave the temporary file behind.
+    std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
 }
@@ -101,11 +101,13 @@ mod tests {
                 .samples
                 .iter()
                 .find(|s| s.metric == name && verdict.is_none_or(|v| s.labels.get("verdict") == Some(v)))
-                .map(|s| match s.value {
-                    prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
-                    _ => f64::NAN,
-                })
-                .unwrap_or_else(|| panic!("{name} missing in\n{text}"))
+                .map_or_else(
+                    || panic!("{name} missing in\n{text}"),
+                    |s| match s.value {
+                        prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
+                        _ => f64::NAN,
+                    },
+                )
         };
         assert_eq!(value("mcp_reaper_reaped_trees_total", None), 4.0);
         assert_eq!(value("mcp_reaper_reaped_processes_total", None), 9.0);

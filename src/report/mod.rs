@@ -1,6 +1,7 @@
 //! Stage 5: words and JSON. Nothing here decides or acts.
 
 pub mod human;
+pub mod journal;
 pub mod json;
 pub mod log;
 pub mod metrics;
@@ -32,13 +33,14 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-/// Signed difference in MiB, for MemAvailable changes: `+598 MiB`.
+/// Signed difference in MiB, for `MemAvailable` changes: `+598 MiB`.
 pub fn signed_mib(delta: i64) -> String {
     format!("{:+} MiB", delta / (1024 * 1024))
 }
 
 /// `45s`, `12m`, `3h4m`, `2d3h`.
 pub fn age(secs: f64) -> String {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // saturating, and not below 0
     let s = secs.max(0.0) as u64;
     match s {
         0..60 => format!("{s}s"),

@@ -1,5 +1,5 @@
 //! Process events from the kernel's netlink proc connector (fork, exec, exit).
-//! Needs CAP_NET_ADMIN; without it the daemon watches hosts with pidfds.
+//! Needs `CAP_NET_ADMIN`; without it the daemon watches hosts with pidfds.
 
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -53,7 +53,7 @@ impl Connector {
         rustix::net::bind(&fd, &SocketAddrNetlink::new(0, CN_IDX_PROC))?;
         // A larger buffer rides out fork storms (best effort).
         let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 4 << 20);
-        let msg = listen_message(rustix::process::getpid().as_raw_nonzero().get() as u32);
+        let msg = listen_message(rustix::process::getpid().as_raw_nonzero().get().cast_unsigned());
         rustix::net::sendto(&fd, &msg, SendFlags::empty(), &SocketAddrNetlink::new(0, 0))?;
         Ok(fd)
     }
@@ -65,7 +65,7 @@ impl Connector {
             match rustix::net::recv(fd, &mut *buf, RecvFlags::empty()) {
                 Ok((n, _)) => parse(&buf[..n.min(buf.len())], &mut batch.events),
                 Err(rustix::io::Errno::AGAIN) => return Ok(batch),
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::INTR) => {}
                 Err(rustix::io::Errno::NOBUFS) => batch.lost = true,
                 Err(e) => return Err(e.into()),
             }
@@ -76,7 +76,7 @@ impl Connector {
 fn listen_message(port: u32) -> Vec<u8> {
     let total = NLMSG_HDRLEN + CN_MSG_LEN + 4;
     let mut m = Vec::with_capacity(total);
-    m.extend_from_slice(&(total as u32).to_ne_bytes());
+    m.extend_from_slice(&u32::try_from(total).expect("a message of a few dozen bytes").to_ne_bytes());
     m.extend_from_slice(&NLMSG_DONE.to_ne_bytes());
     m.extend_from_slice(&0u16.to_ne_bytes()); // flags
     m.extend_from_slice(&0u32.to_ne_bytes()); // seq
@@ -124,7 +124,7 @@ fn parse_cn(b: &[u8], out: &mut Vec<ProcEvent>) {
     let Some(ev) = b.get(CN_MSG_LEN..CN_MSG_LEN + data_len) else { return };
     let Some(what) = u32_at(ev, 0) else { return };
     let d = 16; // what, cpu, timestamp_ns
-    let pid = |off: usize| u32_at(ev, d + off).and_then(|v| Pid::new(v as i32));
+    let pid = |off: usize| u32_at(ev, d + off).and_then(|v| i32::try_from(v).ok()).and_then(Pid::new);
     match what {
         PROC_EVENT_FORK => {
             // Threads share the tgid: only new processes matter.

@@ -147,11 +147,12 @@ impl Process {
 }
 
 /// Clock ticks since boot, on the clock `stat`'s start times count
-/// (CLOCK_BOOTTIME in USER_HZ units, rounded down like the kernel does).
+/// (`CLOCK_BOOTTIME` in `USER_HZ` units, rounded down like the kernel does).
 pub fn boot_tick(clk_tck: u64) -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    let ns = (t.tv_sec as u128) * 1_000_000_000 + t.tv_nsec as u128;
-    (ns * clk_tck.max(1) as u128 / 1_000_000_000) as u64
+    // CLOCK_BOOTTIME is never negative.
+    let ns = u128::from(t.tv_sec.cast_unsigned()) * 1_000_000_000 + u128::from(t.tv_nsec.cast_unsigned());
+    u64::try_from(ns * u128::from(clk_tck.max(1)) / 1_000_000_000).unwrap_or(u64::MAX)
 }
 
 /// Facts about the scanning process itself and the clock, taken with the snapshot.
@@ -262,6 +263,24 @@ impl ProcFs {
         &self.root
     }
 
+    /// A note when this `/proc` hides other users' processes from us
+    /// (mounted with `hidepid=1|2`, `invisible` or `noaccess`): every pid
+    /// namespace has a PID 1, so not finding it, or not being allowed to
+    /// read it, means the mount hides it. Then only our own uid's processes
+    /// are judged, which is all a per-user reaper needs.
+    pub fn hidden_notice(&self) -> Option<String> {
+        let err = std::fs::File::open(self.root.join("1/stat")).err()?;
+        if !matches!(err.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) {
+            return None;
+        }
+        let uid = rustix::process::getuid().as_raw();
+        Some(format!(
+            "{} hides other users' processes (hidepid): this reaper sees only uid {uid}'s processes and \
+             judges only their trees; a tree whose parent is hidden is kept",
+            self.root.display()
+        ))
+    }
+
     /// The clock tick now, on the clock of this `/proc`'s start times: the
     /// real boot-time clock, or a fixture tree's `uptime` file.
     pub fn now_tick(&self) -> u64 {
@@ -310,7 +329,7 @@ impl ProcFs {
                     path.clone_from(&self.root);
                     path.push(&name);
                     path.push("stat");
-                    match self.read_stat_path(&path, &mut buf) {
+                    match Self::read_stat_path(&path, &mut buf) {
                         Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
                             Some(self.process_from(pid, st, Arc::clone(&q.cmdline), tick))
                         }
@@ -361,7 +380,7 @@ impl ProcFs {
         Snapshot::from_processes(procs, self.context())
     }
 
-    fn read_stat_path(&self, path: &Path, buf: &mut Vec<u8>) -> Option<parse::Stat> {
+    fn read_stat_path(path: &Path, buf: &mut Vec<u8>) -> Option<parse::Stat> {
         let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
         buf.clear();
         buf.resize(4096, 0);
@@ -461,7 +480,7 @@ impl ProcFs {
     }
 
     /// Children of a process from `task/*/children`, or `None` when this
-    /// kernel lacks them (CONFIG_PROC_CHILDREN) and the caller must scan.
+    /// kernel lacks them (`CONFIG_PROC_CHILDREN`) and the caller must scan.
     pub fn children(&self, pid: Pid) -> Option<Vec<Pid>> {
         let tasks = self.root.join(pid.to_string()).join("task");
         let mut out = Vec::new();
@@ -498,7 +517,7 @@ impl ProcFs {
         parse::parse_stat(&buf).ok()
     }
 
-    /// PSS + SwapPss of one process, or `None` when `smaps_rollup` is unreadable.
+    /// PSS + `SwapPss` of one process, or `None` when `smaps_rollup` is unreadable.
     pub fn rollup(&self, id: Identity) -> Option<Rollup> {
         let mut buf = Vec::with_capacity(1024);
         let dir = self.open_verified(id, &mut buf)?;
@@ -557,7 +576,7 @@ fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail>
         match rustix::io::read(&fd, &mut chunk) {
             Ok(0) => return Ok(()),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(classify(e)),
         }
     }

@@ -38,7 +38,7 @@ fn bad(what: &'static str) -> ParseError {
     ParseError { what }
 }
 
-/// PF_KTHREAD from include/linux/sched.h.
+/// `PF_KTHREAD` from include/linux/sched.h.
 pub const PF_KTHREAD: u32 = 0x0020_0000;
 
 /// Parses `/proc/PID/stat`. The comm field is delimited by the first `(` and the
@@ -52,7 +52,7 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     // The kernel never writes a pid below 1; a Stat with one would name a process group or everyone.
     let pid = parse_num::<i32>(trim_ascii(&buf[..open])).filter(|&p| p > 0).ok_or(bad("stat: pid"))?;
     let comm = String::from_utf8_lossy(&buf[open + 1..close]).into_owned();
-    let mut rest = buf[close + 1..].split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty());
+    let mut rest = buf[close + 1..].split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
     // After the comm, field 3 (state) is index 0.
     let mut field = |n: usize| -> Option<&[u8]> {
         // `n` counts from field 3; callers ask in increasing order.
@@ -63,11 +63,11 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     let pgrp = num(field(0), "stat: pgrp")?;
     let session = num(field(0), "stat: session")?;
     // tty_nr is a dev_t printed as a signed int.
-    let tty_nr = num::<i64>(field(0), "stat: tty_nr")? as u32;
+    let tty_nr = num::<i32>(field(0), "stat: tty_nr")?.cast_unsigned();
     let flags = num::<u32>(field(1), "stat: flags")?; // skip tpgid
     let num_threads = num::<i64>(field(10), "stat: num_threads")?; // fields 10..19 skipped
     let start_time = num::<u64>(field(1), "stat: starttime")?; // skip itrealvalue
-    let rss_pages = num::<i64>(field(1), "stat: rss")?.max(0) as u64; // skip vsize
+    let rss_pages = u64::try_from(num::<i64>(field(1), "stat: rss")?).unwrap_or(0); // skip vsize
     Ok(Stat { pid, comm, state, ppid, pgrp, session, tty_nr, flags, num_threads, start_time, rss_pages })
 }
 
@@ -108,7 +108,7 @@ pub fn parse_status(buf: &[u8]) -> Status {
             b"Uid" => s.real_uid = first_num(val),
             b"VmSwap" => s.vm_swap_bytes = kib(val),
             b"VmRSS" => s.vm_rss_bytes = kib(val),
-            b"NSpid" => s.nspid_depth = Some(val.split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty()).count()),
+            b"NSpid" => s.nspid_depth = Some(val.split(u8::is_ascii_whitespace).filter(|f| !f.is_empty()).count()),
             _ => {}
         }
     }
@@ -116,7 +116,7 @@ pub fn parse_status(buf: &[u8]) -> Status {
 }
 
 fn first_num<T: std::str::FromStr>(val: &[u8]) -> Option<T> {
-    val.split(|b| b.is_ascii_whitespace()).find(|f| !f.is_empty()).and_then(parse_num)
+    val.split(u8::is_ascii_whitespace).find(|f| !f.is_empty()).and_then(parse_num)
 }
 
 /// `"   1234 kB"` → bytes.
