@@ -211,6 +211,9 @@ struct Daemon {
     next_young: Option<Instant>,
     /// A scan wanted shortly (a host or server was just exec'd).
     soon: Option<Instant>,
+    /// Hosts and servers exec'd since the last scan: not watched yet, so
+    /// their exit must trigger a scan by itself.
+    unseen: HashSet<Pid>,
 }
 
 impl Daemon {
@@ -292,6 +295,7 @@ impl Daemon {
             known: HashMap::new(),
             next_young: None,
             soon: None,
+            unseen: HashSet::new(),
         };
         {
             let s = d.shared.borrow();
@@ -378,16 +382,19 @@ impl Daemon {
                                             // host is watched before it can die.
                                             // At most two such scans a second: a busy
                                             // machine may exec hosts and servers all the time.
-                                            if self.soon.is_none() && self.is_interesting_exec(pid) {
-                                                let at = (Instant::now() + Duration::from_millis(50)).max(last_scan + Duration::from_millis(500));
-                                                self.soon = Some(at);
+                                            if self.is_interesting_exec(pid) {
+                                                self.unseen.insert(pid);
+                                                if self.soon.is_none() {
+                                                    let at = (Instant::now() + Duration::from_millis(50)).max(last_scan + Duration::from_millis(500));
+                                                    self.soon = Some(at);
+                                                }
                                             }
                                         }
                                         ProcEvent::Fork { child, .. } => { self.changed.insert(child); }
                                         ProcEvent::Exit { pid } => { self.changed.insert(pid); }
                                     }
                                 }
-                                if batch.events.iter().any(|e| matches!(e, ProcEvent::Exit { pid } if self.watched.contains(pid))) {
+                                if batch.events.iter().any(|e| matches!(e, ProcEvent::Exit { pid } if self.watched.contains(pid) || self.unseen.contains(pid))) {
                                     tokio::time::sleep(Duration::from_millis(5)).await;
                                     scan = true;
                                 }
@@ -427,6 +434,7 @@ impl Daemon {
             if scan {
                 last_scan = Instant::now();
                 self.soon = None;
+                self.unseen.clear();
                 let outcomes = self.cycle(dry_override).await;
                 if let Some(tx) = reply {
                     let dry_run = dry_override.unwrap_or(false) || self.shared.borrow().mode() == Mode::DryRun;
