@@ -724,6 +724,46 @@ fn hidepid_proc_is_noted_once_and_own_orphans_are_still_reaped() {
     sb.assert_alive(&[bystander, scope, sb.scope_pid()]);
 }
 
+/// Unscoped, in a PID namespace of its own (nothing outside exists for it),
+/// as uid 65534 under hidepid=2: the namespace's PID 1 (root's) is hidden,
+/// and an orphan it adopted is still reaped.
+#[test]
+fn hidepid_orphan_of_a_hidden_pid_1_is_reaped() {
+    const TEST: &str = "hidepid_orphan_of_a_hidden_pid_1_is_reaped";
+    if !is_root() {
+        return skip(TEST, "needs root (a PID namespace and a hidepid=2 /proc)");
+    }
+    if find_tool("unshare").is_none() || find_tool("setpriv").is_none() {
+        return skip(TEST, "unshare and setpriv (util-linux) are needed");
+    }
+    if !world_executable(Path::new(REAPERD)) {
+        return skip(TEST, "the daemon binary is not reachable by uid 65534");
+    }
+    let work = TempDir::new("hidepid-ns");
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let state = work.path().join("state.json");
+    let cfg = config(work.path(), 0, &format!("state_file = {:?}", state.display().to_string()));
+    let nobody = format!("setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups --");
+    // PID 1 of the namespace is this shell (root). The server's parent exits
+    // at once, so PID 1 adopts it; then the reaper runs once, unscoped.
+    let script = format!(
+        "mount -t proc -o hidepid=2 proc /proc && \
+         {nobody} bash -c '(exec -a \"node /x/.bin/playwright-mcp\" sleep 600 &) ; exit' && sleep 0.3 && \
+         {nobody} {REAPERD} --once --json --log-target stderr --config {cfg}",
+        cfg = cfg.display()
+    );
+    let out = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(v["summary"]["trees_reaped"], 1, "{v:#}\n{stderr}");
+    assert!(stdout.contains("hidepid"), "the reason names the hidden PID 1: {v:#}");
+}
+
 // ------------------------------------------------------------------ 6. connections
 
 /// Hundreds of silent connections from one process of the daemon's own

@@ -197,6 +197,15 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         }
     }
     let Some(owner) = owner else {
+        if snap.procs[root].ppid == Some(Pid::INIT) && forest.scope.is_none() {
+            // PID 1 hidden from us (`/proc` mounted with hidepid): being
+            // adopted by it is still being adopted.
+            j.verdict = Verdict::Orphan;
+            j.candidate = true;
+            j.reap = true;
+            j.reason = "adopted by PID 1 (hidden from this reaper by /proc's hidepid) after its host exited".into();
+            return j;
+        }
         j.reason = format!(
             "parent pid {:?} of the root was not readable during the scan",
             snap.procs[root].ppid.map(Pid::get)

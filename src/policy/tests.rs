@@ -145,6 +145,23 @@ fn orphan_with_a_member_read_in_its_own_start_tick_waits_for_the_next_scan() {
 }
 
 #[test]
+fn orphan_of_a_hidden_pid_1_is_still_an_orphan() {
+    // /proc mounted with hidepid=2: PID 1 (root's) is not in the snapshot.
+    let mut w = World::new();
+    w.procs.retain(|p| p.pid() != Pid::INIT);
+    playwright_under(&mut w, 1);
+    let (v, root, _, reason) = w.one();
+    assert_eq!((v, root), (Verdict::Orphan, 200));
+    assert!(reason.contains("hidepid"), "{reason}");
+
+    // Any other unreadable parent keeps the tree: it may be a live host.
+    let mut w = World::new();
+    playwright_under(&mut w, 77);
+    let (v, _, _, reason) = w.one();
+    assert_eq!(v, Verdict::Foreign, "{reason}");
+}
+
+#[test]
 fn orphan_adopted_by_a_user_subreaper() {
     let mut w = World::new();
     w.add(812, 1, "/usr/lib/systemd/systemd --user");

@@ -276,7 +276,7 @@ impl ProcFs {
         let uid = rustix::process::getuid().as_raw();
         Some(format!(
             "{} hides other users' processes (hidepid): this reaper sees only uid {uid}'s processes and \
-             judges only their trees; a tree whose parent is hidden is kept",
+             judges only their trees; a tree whose parent is hidden is kept, unless that parent is PID 1",
             self.root.display()
         ))
     }
