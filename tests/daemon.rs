@@ -362,6 +362,11 @@ fn unprivileged_client_sees_only_its_own_trees_and_may_not_act() {
     assert_eq!(st["filtered_for_uid"], 65534, "{st:#}");
     assert_eq!(st["trees"].as_array().unwrap().len(), 0, "uid 65534 must not see root's trees: {st:#}");
     assert!(st["by_verdict"].as_object().unwrap().values().all(|n| n == 0), "{st:#}");
+    // Nowhere in the reply, in JSON or in words: command lines hold secrets.
+    let words = as_nobody(&["status"]);
+    for shown in [text(&out.stdout), text(&words.stdout)] {
+        assert!(!shown.contains("playwright") && !shown.contains("npm exec"), "root's command lines leaked: {shown}");
+    }
 
     for cmd in [&["reload"][..], &["reap-now"][..], &["reap-now", "--dry-run"][..]] {
         let out = as_nobody(cmd);
