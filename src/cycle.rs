@@ -66,6 +66,11 @@ pub fn assess_snapshot(
     {
         return Err(AssessError::ScopeNotFound(s));
     }
+    // Matching is most of a tick's work: only processes new since the last
+    // scan (or since a reload) are matched; the others keep their role.
+    for p in snap.procs.iter_mut().filter(|p| !p.kernel_thread && !p.cmdline.is_empty()) {
+        cfg.matcher.classify_cached(&p.cmdline, &mut p.role);
+    }
     let mut forest = Forest::build(&snap, &cfg.matcher, scope);
     let inputs = policy::Inputs { config: cfg, grace, now };
     // Round 1 loads tree members and their ancestors; round 2 the subtrees of

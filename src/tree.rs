@@ -57,6 +57,8 @@ impl Forest {
             .map(|p| {
                 if p.kernel_thread || p.cmdline.is_empty() {
                     RoleMatch { role: Role::Other, pattern: None, protect: None }
+                } else if let Some(m) = matcher.cached(p.role).filter(|_| p.exe().is_none()) {
+                    m
                 } else {
                     matcher.classify(&p.cmdline, p.exe())
                 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use patterns::{Matcher, Role, RoleMatch};
+pub use patterns::{CachedRole, Matcher, Role, RoleMatch};
 
 /// The default configuration, compiled into the binaries.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
@@ -470,8 +470,10 @@ fn parse_layer(name: &str, text: &str, errors: &mut Vec<ConfigError>) -> Option<
     };
     let (doc, syntax) = DeTable::parse_recoverable(text);
     if !syntax.is_empty() {
+        let mut spanless = None;
         for e in syntax {
-            push(e.span(), None, e.message().to_string());
+            let span = e.span().or_else(|| Some(spanless.get_or_insert_with(|| first_spanless_error(text)).clone()));
+            push(span, None, e.message().to_string());
         }
         return None;
     }
@@ -579,6 +581,21 @@ fn toml_type_names(message: &str, datetime: Option<&str>) -> String {
         .replace("expected i128", "expected an integer")
         .replace("expected f64", "expected a number")
         .replace("expected path string", "expected a string")
+}
+
+/// Where the first syntax error without a span is. toml 0.9 reports a dotted
+/// key of 80 or more parts ("recursion limit") without one: the first line
+/// whose prefix of the text already gives such an error, at its first
+/// non-blank character. Only hostile input gets here, and it costs a parse per
+/// halving of the line count. Later spanless errors are shown at the same place.
+fn first_spanless_error(text: &str) -> std::ops::Range<usize> {
+    let spanless = |end: usize| toml::de::DeTable::parse_recoverable(&text[..end]).1.iter().any(|e| e.span().is_none());
+    let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).chain([text.len()]).collect();
+    let end = ends.get(ends.partition_point(|&end| !spanless(end))).copied().unwrap_or(text.len());
+    let start = text[..end].rfind('\n').map_or(0, |i| i + 1);
+    let line = &text[start..end];
+    let at = start + line.len() - line.trim_start().len();
+    at..at
 }
 
 fn merge_reaper(a: &mut FileReaper, b: FileReaper) {

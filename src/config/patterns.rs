@@ -50,8 +50,34 @@ pub struct RoleMatch {
     pub protect: Option<usize>,
 }
 
+/// A [`RoleMatch`] from a command line alone, as kept on a process between
+/// scans (16 bytes), with the generation of the [`Matcher`] that made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CachedRole {
+    generation: u32,
+    role: Role,
+    pattern: u32,
+    protect: u32,
+}
+
+impl CachedRole {
+    const NONE: u32 = u32::MAX;
+
+    fn new(generation: u32, m: RoleMatch) -> CachedRole {
+        let pack = |i: Option<usize>| i.and_then(|i| u32::try_from(i).ok()).unwrap_or(Self::NONE);
+        CachedRole { generation, role: m.role, pattern: pack(m.pattern), protect: pack(m.protect) }
+    }
+
+    fn get(self) -> RoleMatch {
+        let unpack = |i: u32| (i != Self::NONE).then_some(i as usize);
+        RoleMatch { role: self.role, pattern: unpack(self.pattern), protect: unpack(self.protect) }
+    }
+}
+
 #[derive(Debug)]
 pub struct Matcher {
+    /// Unique per compiled config: roles cached under another are stale.
+    generation: u32,
     hosts: RegexSet,
     servers: RegexSet,
     launchers: RegexSet,
@@ -97,7 +123,9 @@ pub const ROLE_TEXT: usize = 64 * 1024;
 
 impl Matcher {
     pub fn new(lists: &PatternLists) -> Result<Matcher, String> {
+        static GENERATION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         Ok(Matcher {
+            generation: GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             hosts: set(&lists.hosts)?,
             servers: set(&lists.servers)?,
             launchers: set(&lists.launchers)?,
@@ -105,6 +133,25 @@ impl Matcher {
             protect: set(&lists.protect)?,
             lists: lists.clone(),
         })
+    }
+
+    /// The role from `cmdline` alone, taken from `cache` when this matcher
+    /// made it; `cache` is updated. A process's command line is read once and
+    /// kept across scans, so is its role: a tick matches only what is new.
+    pub fn classify_cached(&self, cmdline: &str, cache: &mut Option<CachedRole>) -> RoleMatch {
+        match *cache {
+            Some(c) if c.generation == self.generation => c.get(),
+            _ => {
+                let m = self.classify(cmdline, None);
+                *cache = Some(CachedRole::new(self.generation, m));
+                m
+            }
+        }
+    }
+
+    /// The role in `cache`, if this matcher made it.
+    pub fn cached(&self, cache: Option<CachedRole>) -> Option<RoleMatch> {
+        cache.filter(|c| c.generation == self.generation).map(CachedRole::get)
     }
 
     /// Classifies a process by its command line and, when known, its exe path.
@@ -175,6 +222,22 @@ mod tests {
         let m = cfg.matcher.classify(&late, None);
         assert_eq!(m.role, Role::Other, "a server name past the first 64 KiB is not looked for");
         assert!(m.protect.is_some(), "protect is matched over the whole command line");
+    }
+
+    #[test]
+    fn cached_roles_are_reused_by_their_matcher_only() {
+        let a = Config::embedded();
+        let mut cache = None;
+        let cmd = "node /x/.bin/playwright-mcp";
+        assert_eq!(a.matcher.classify_cached(cmd, &mut cache).role, Role::Server);
+        // The same matcher trusts the cache, whatever the text now says.
+        assert_eq!(a.matcher.classify_cached("bash", &mut cache).role, Role::Server);
+        assert_eq!(a.matcher.cached(cache).map(|m| m.role), Some(Role::Server));
+        // A reloaded config (a new matcher) matches again.
+        let b = Config::from_str_with_default("t", "[patterns]\nservers = ['^bash$']").unwrap();
+        assert_eq!(b.matcher.cached(cache), None);
+        assert_eq!(b.matcher.classify_cached("bash", &mut cache).role, Role::Server);
+        assert_eq!(b.matcher.classify_cached("bash", &mut cache).pattern, b.matcher.classify("bash", None).pattern);
     }
 
     #[test]

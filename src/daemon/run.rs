@@ -160,6 +160,13 @@ fn run_cycle(
     }
 }
 
+/// When a scan for an exited host or owner may start: 5 ms from now (the
+/// kernel re-parents its children meanwhile), and 100 ms after the last scan
+/// at the earliest, which keeps reaction well within the 200 ms target.
+fn exit_scan_at(last_scan: Instant) -> Instant {
+    (Instant::now() + Duration::from_millis(5)).max(last_scan + Duration::from_millis(100))
+}
+
 /// Re-resolves the config path before a reload, so the watches follow a
 /// retargeted symlink; a change after this point is noticed again.
 fn rearm(watch: &mut Option<(ConfigWatch, AsyncFd<OwnedFd>)>) {
@@ -356,8 +363,10 @@ impl Daemon {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline.into()) => scan = true,
                 () = self.wake.notified() => {
-                    // Let the kernel finish re-parenting the exited host's children.
-                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    // Let the kernel finish re-parenting the exited host's
+                    // children; and no more than ten such scans a second, when
+                    // hosts exit by the dozen (`claude -p` loops).
+                    tokio::time::sleep_until(exit_scan_at(last_scan).into()).await;
                     scan = true;
                 }
                 r = async {
@@ -395,7 +404,7 @@ impl Daemon {
                                     }
                                 }
                                 if batch.events.iter().any(|e| matches!(e, ProcEvent::Exit { pid } if self.watched.contains(pid) || self.unseen.contains(pid))) {
-                                    tokio::time::sleep(Duration::from_millis(5)).await;
+                                    tokio::time::sleep_until(exit_scan_at(last_scan).into()).await;
                                     scan = true;
                                 }
                             }

@@ -71,6 +71,7 @@ impl World {
                 exe: None,
                 fds: [None, None, None],
             })),
+            role: None,
             dir_ino: 0,
             checked_tick: u64::MAX,
         });

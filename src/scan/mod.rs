@@ -100,6 +100,9 @@ pub struct Process {
     pub rss_bytes: u64,
     /// Boxed: most processes never get details, and a snapshot holds thousands.
     pub details: Option<Box<Details>>,
+    /// Its role from the command line alone, kept with the command line
+    /// across scans (see [`crate::config::Matcher::classify_cached`]).
+    pub role: Option<crate::config::CachedRole>,
     /// Inode of its `/proc/PID` directory as listed (0 when unknown).
     pub dir_ino: u64,
     /// Clock tick (since boot) at which this process was last seen holding
@@ -331,7 +334,9 @@ impl ProcFs {
                     path.push("stat");
                     match Self::read_stat_path(&path, &mut buf) {
                         Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
-                            Some(self.process_from(pid, st, Arc::clone(&q.cmdline), tick))
+                            let mut p = self.process_from(pid, st, Arc::clone(&q.cmdline), tick);
+                            p.role = q.role;
+                            Some(p)
                         }
                         Some(_) => self.read_process(pid, &mut buf, tick), // exec'd or reused
                         None => None,
@@ -406,6 +411,7 @@ impl ProcFs {
             cmdline,
             rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
             details: None,
+            role: None,
             dir_ino: 0,
             checked_tick,
         }
