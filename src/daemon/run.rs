@@ -161,10 +161,10 @@ fn run_cycle(
 }
 
 /// When a scan for an exited host or owner may start: 5 ms from now (the
-/// kernel re-parents its children meanwhile), and 100 ms after the last scan
+/// kernel re-parents its children meanwhile), and 50 ms after the last scan
 /// at the earliest, which keeps reaction well within the 200 ms target.
 fn exit_scan_at(last_scan: Instant) -> Instant {
-    (Instant::now() + Duration::from_millis(5)).max(last_scan + Duration::from_millis(100))
+    (Instant::now() + Duration::from_millis(5)).max(last_scan + Duration::from_millis(50))
 }
 
 /// Re-resolves the config path before a reload, so the watches follow a
@@ -364,7 +364,7 @@ impl Daemon {
                 () = tokio::time::sleep_until(deadline.into()) => scan = true,
                 () = self.wake.notified() => {
                     // Let the kernel finish re-parenting the exited host's
-                    // children; and no more than ten such scans a second, when
+                    // children; and no more than twenty such scans a second, when
                     // hosts exit by the dozen (`claude -p` loops).
                     tokio::time::sleep_until(exit_scan_at(last_scan).into()).await;
                     scan = true;
