@@ -19,7 +19,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Sandbox, Spec, TempDir, alive, find_tool, is_root, reaperctl, s, skip, text, wait_until, world_executable,
+    DaemonCtl, Sandbox, Spec, TempDir, alive, find_tool, is_root, s, skip, text, wait_until, world_executable,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -62,8 +62,7 @@ fn wait_child(child: &mut Child, timeout: Duration) -> Option<std::process::Exit
 /// state file; stopped on drop (SIGTERM, then SIGKILL after 5 s).
 struct DaemonGuard {
     child: Child,
-    socket: PathBuf,
-    log: PathBuf,
+    ctl: DaemonCtl,
 }
 
 impl DaemonGuard {
@@ -78,7 +77,7 @@ impl DaemonGuard {
         let socket = dir.join("control.sock");
         let log = dir.join("daemon.log");
         let child = spawn_daemon(sb, config, &socket, &dir.join("state.json"), &log, extra);
-        let mut d = DaemonGuard { child, socket, log };
+        let mut d = DaemonGuard { child, ctl: DaemonCtl { socket, log } };
         let ok = wait_until(Duration::from_secs(10), || {
             if let Ok(Some(st)) = d.child.try_wait() {
                 panic!("mcp-reaperd exited at start ({st}):\n{}", d.log_text());
@@ -93,49 +92,16 @@ impl DaemonGuard {
         self.child.id()
     }
 
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// `reaperctl ARGS --socket <this daemon's socket>`.
-    fn ctl(&self, args: &[&str]) -> Output {
-        let mut a: Vec<String> = args.iter().map(s).collect();
-        a.extend([s("--socket"), s(self.socket.display())]);
-        reaperctl(&a)
-    }
-
-    /// `reaperctl status --json`, parsed.
-    fn status(&self) -> Value {
-        let out = self.ctl(&["status", "--json"]);
-        assert!(
-            out.status.success(),
-            "reaperctl status failed: {}\ndaemon log:\n{}",
-            text(&out.stderr),
-            self.log_text()
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("status JSON ({e}): {}", text(&out.stdout)))
-    }
-
-    /// Polls the status until `cond` holds (`timeout` at most); the last one.
-    fn status_until(&self, timeout: Duration, what: &str, mut cond: impl FnMut(&Value) -> bool) -> Value {
-        let end = Instant::now() + timeout;
-        loop {
-            let st = self.status();
-            if cond(&st) {
-                return st;
-            }
-            assert!(
-                Instant::now() < end,
-                "{what}: not within {timeout:?}; last status:\n{st:#}\nlog:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
     /// Still running (not exited).
     fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl std::ops::Deref for DaemonGuard {
+    type Target = DaemonCtl;
+    fn deref(&self) -> &DaemonCtl {
+        &self.ctl
     }
 }
 

@@ -19,11 +19,11 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{
-    Sandbox, Spec, TempDir, alive, find_tool, is_root, ppid_of, reaperctl, s, skip, text, wait_until, world_executable,
+    DaemonCtl, Sandbox, Spec, TempDir, alive, find_tool, is_root, ppid_of, s, skip, text, wait_until, world_executable,
 };
 use rustix::process::Signal;
 use serde_json::{Value, json};
@@ -97,8 +97,7 @@ struct Launch {
 /// then SIGKILL after 5 s).
 struct Daemon {
     child: Child,
-    socket: PathBuf,
-    log: PathBuf,
+    ctl: DaemonCtl,
 }
 
 impl Daemon {
@@ -155,7 +154,7 @@ impl Daemon {
             .stderr(logf)
             .spawn()
             .expect("spawning mcp-reaperd");
-        Daemon { child, socket: socket.to_path_buf(), log: log.to_path_buf() }
+        Daemon { child, ctl: DaemonCtl { socket: socket.to_path_buf(), log: log.to_path_buf() } }
     }
 
     fn wait_answering(&mut self) {
@@ -172,49 +171,6 @@ impl Daemon {
         self.child.id() as i32
     }
 
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// How many log lines contain `needle`.
-    fn count(&self, needle: &str) -> usize {
-        self.log_text().lines().filter(|l| l.contains(needle)).count()
-    }
-
-    fn ctl(&self, args: &[&str]) -> Output {
-        let mut a: Vec<String> = args.iter().map(s).collect();
-        a.extend([s("--socket"), s(self.socket.display())]);
-        reaperctl(&a)
-    }
-
-    fn status(&self) -> Value {
-        let out = self.ctl(&["status", "--json"]);
-        assert!(
-            out.status.success(),
-            "reaperctl status failed: {}\ndaemon log:\n{}",
-            text(&out.stderr),
-            self.log_text()
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("status JSON ({e}): {}", text(&out.stdout)))
-    }
-
-    /// Polls the status until `cond` holds (`timeout` at most).
-    fn status_until(&self, timeout: Duration, what: &str, mut cond: impl FnMut(&Value) -> bool) -> Value {
-        let end = Instant::now() + timeout;
-        loop {
-            let st = self.status();
-            if cond(&st) {
-                return st;
-            }
-            assert!(
-                Instant::now() < end,
-                "{what}: not within {timeout:?}; last status:\n{st:#}\nlog:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
     fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -223,6 +179,13 @@ impl Daemon {
     fn sigkill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl std::ops::Deref for Daemon {
+    type Target = DaemonCtl;
+    fn deref(&self) -> &DaemonCtl {
+        &self.ctl
     }
 }
 

@@ -699,3 +699,58 @@ pub fn member(t: &Value, pid: i32) -> &Value {
         .find(|m| m["pid"] == pid)
         .unwrap_or_else(|| panic!("{pid} is not a member: {t:#}"))
 }
+
+// ---------------------------------------------------------------- a daemon's socket and log
+
+/// A running daemon as a test talks to it: its control socket and its log.
+pub struct DaemonCtl {
+    pub socket: PathBuf,
+    pub log: PathBuf,
+}
+
+impl DaemonCtl {
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// How many log lines contain `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        self.log_text().lines().filter(|l| l.contains(needle)).count()
+    }
+
+    /// `reaperctl ARGS --socket <this daemon's socket>`.
+    pub fn ctl(&self, args: &[&str]) -> Output {
+        let mut a: Vec<String> = args.iter().map(s).collect();
+        a.extend([s("--socket"), s(self.socket.display())]);
+        reaperctl(&a)
+    }
+
+    /// `reaperctl status --json`, parsed.
+    pub fn status(&self) -> Value {
+        let out = self.ctl(&["status", "--json"]);
+        assert!(
+            out.status.success(),
+            "reaperctl status failed: {}\ndaemon log:\n{}",
+            text(&out.stderr),
+            self.log_text()
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("status JSON ({e}): {}", text(&out.stdout)))
+    }
+
+    /// Polls the status until `cond` holds (`timeout` at most); the last one.
+    pub fn status_until(&self, timeout: Duration, what: &str, mut cond: impl FnMut(&Value) -> bool) -> Value {
+        let end = Instant::now() + timeout;
+        loop {
+            let st = self.status();
+            if cond(&st) {
+                return st;
+            }
+            assert!(
+                Instant::now() < end,
+                "{what}: not within {timeout:?}; last status:\n{st:#}\nlog:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
