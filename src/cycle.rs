@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::time::{Instant, SystemTime};
 
-use crate::config::Config;
+use crate::config::{Config, Subject};
 use crate::ids::Pid;
 use crate::policy::{self, GraceBook, Judgement};
 use crate::scan::{ProcFs, Reuse, ScanError, Snapshot};
@@ -69,7 +69,7 @@ pub fn assess_snapshot(
     // Matching is most of a tick's work: only processes new since the last
     // scan (or since a reload) are matched; the others keep their role.
     for p in snap.procs.iter_mut().filter(|p| !p.kernel_thread && !p.cmdline.is_empty()) {
-        cfg.matcher.classify_cached(&p.cmdline, &mut p.role);
+        cfg.matcher.classify_cached(Subject { cmdline: &p.cmdline, program: p.program, exe: None }, &mut p.role);
     }
     let mut forest = Forest::build(&snap, &cfg.matcher, scope);
     let inputs = policy::Inputs { config: cfg, grace, now };

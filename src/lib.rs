@@ -37,6 +37,7 @@ pub mod exit;
 pub mod ids;
 pub mod paths;
 pub mod policy;
+pub mod program;
 pub mod reap;
 pub mod redact;
 pub mod report;

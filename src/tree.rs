@@ -7,9 +7,14 @@
 
 use std::collections::HashSet;
 
-use crate::config::{Matcher, Role, RoleMatch};
+use crate::config::{Matcher, Role, RoleMatch, Subject};
 use crate::ids::Pid;
-use crate::scan::Snapshot;
+use crate::scan::{Process, Snapshot};
+
+/// What the role patterns see of a process.
+pub fn subject(p: &Process) -> Subject<'_> {
+    Subject { cmdline: &p.cmdline, program: p.program, exe: p.exe() }
+}
 
 /// Parent/child links and roles, indexed like `Snapshot::procs`.
 #[derive(Clone, Debug)]
@@ -60,7 +65,7 @@ impl Forest {
                 } else if let Some(m) = matcher.cached(p.role).filter(|_| p.exe().is_none()) {
                     m
                 } else {
-                    matcher.classify(&p.cmdline, p.exe())
+                    matcher.classify_subject(subject(p))
                 }
             })
             .collect();
@@ -84,7 +89,7 @@ impl Forest {
         for &i in which {
             let p = &snap.procs[i];
             if !p.kernel_thread && !p.cmdline.is_empty() {
-                self.roles[i] = matcher.classify(&p.cmdline, p.exe());
+                self.roles[i] = matcher.classify_subject(subject(p));
             }
         }
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use patterns::{CachedRole, Matcher, Role, RoleMatch};
+pub use patterns::{CachedRole, Matcher, Role, RoleMatch, Subject, Target};
 
 /// The default configuration, compiled into the binaries.
 pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
@@ -68,6 +68,7 @@ pub struct PatternLists {
     pub launchers: Vec<String>,
     pub adopters: Vec<String>,
     pub protect: Vec<String>,
+    pub bystanders: Vec<String>,
 }
 
 /// `[redact]`: what is masked in command lines that are shown.
@@ -154,6 +155,7 @@ struct FilePatterns {
     launchers: SpannedList,
     adopters: SpannedList,
     protect: SpannedList,
+    bystanders: SpannedList,
 }
 
 #[derive(Deserialize, Default)]
@@ -181,7 +183,7 @@ struct Draft {
     term_timeout_secs: Option<f64>,
     reap_stale_hosts: Option<bool>,
     min_uid: Option<u32>,
-    patterns: [Option<Vec<String>>; 5],
+    patterns: [Option<Vec<String>>; 6],
     socket: Option<PathBuf>,
     state_file: Option<PathBuf>,
     metrics_textfile: Option<PathBuf>,
@@ -190,7 +192,7 @@ struct Draft {
     redact_extra: Option<Vec<String>>,
 }
 
-const LIST_NAMES: [&str; 5] = ["hosts", "servers", "launchers", "adopters", "protect"];
+const LIST_NAMES: [&str; 6] = ["hosts", "servers", "launchers", "adopters", "protect", "bystanders"];
 
 /// Where configuration comes from.
 #[derive(Clone, Debug, Default)]
@@ -340,6 +342,7 @@ impl Config {
             ("patterns.launchers", &a.launchers, &b.launchers),
             ("patterns.adopters", &a.adopters, &b.adopters),
             ("patterns.protect", &a.protect, &b.protect),
+            ("patterns.bystanders", &a.bystanders, &b.bystanders),
             ("redact.patterns", &self.redact.patterns, &new.redact.patterns),
             ("redact.extra_patterns", &self.redact.extra_patterns, &new.redact.extra_patterns),
         ] {
@@ -613,6 +616,7 @@ fn merge_patterns(a: &mut FilePatterns, b: FilePatterns) {
     a.launchers = a.launchers.take().or(b.launchers);
     a.adopters = a.adopters.take().or(b.adopters);
     a.protect = a.protect.take().or(b.protect);
+    a.bystanders = a.bystanders.take().or(b.bystanders);
 }
 
 fn merge_redact(a: &mut FileRedact, b: FileRedact) {
@@ -677,7 +681,7 @@ fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<Config
         }
     }
     if let Some(p) = file.patterns {
-        let lists = [p.hosts, p.servers, p.launchers, p.adopters, p.protect];
+        let lists = [p.hosts, p.servers, p.launchers, p.adopters, p.protect, p.bystanders];
         for (i, list) in lists.into_iter().enumerate() {
             let Some(span) = list.as_ref().map(toml::Spanned::span) else { continue };
             let key = format!("patterns.{}", LIST_NAMES[i]);
@@ -738,13 +742,14 @@ fn path_problem(p: &Path, socket: bool) -> Option<String> {
 impl Draft {
     fn finish(self, sources: Vec<String>) -> Result<Config, ConfigErrors> {
         let missing = |key: &str| ConfigErrors(vec![file_error(DEFAULT_NAME, format!("{key} has no value"))]);
-        let [hosts, servers, launchers, adopters, protect] = self.patterns;
+        let [hosts, servers, launchers, adopters, protect, bystanders] = self.patterns;
         let patterns = PatternLists {
             hosts: hosts.ok_or_else(|| missing("patterns.hosts"))?,
             servers: servers.ok_or_else(|| missing("patterns.servers"))?,
             launchers: launchers.ok_or_else(|| missing("patterns.launchers"))?,
             adopters: adopters.ok_or_else(|| missing("patterns.adopters"))?,
             protect: protect.ok_or_else(|| missing("patterns.protect"))?,
+            bystanders: bystanders.ok_or_else(|| missing("patterns.bystanders"))?,
         };
         let matcher = Matcher::new(&patterns).map_err(|m| missing(&m))?;
         let redact = RedactLists {
@@ -790,7 +795,7 @@ mod tests {
         assert_eq!(c.mode, Mode::Enforce);
         assert_eq!(c.grace_secs, 60);
         assert!(c.patterns.hosts.len() >= 10);
-        assert!(c.patterns.protect.is_empty());
+        assert!(!c.patterns.protect.is_empty() && !c.patterns.bystanders.is_empty());
     }
 
     #[test]

@@ -4,6 +4,7 @@ use regex::{Regex, RegexSet, RegexSetBuilder};
 use serde::Serialize;
 
 use super::PatternLists;
+use crate::program::Program;
 
 /// Compiled-program cap per pattern: keeps a hostile config from costing memory.
 const SIZE_LIMIT: usize = 1 << 20;
@@ -11,7 +12,7 @@ const SIZE_LIMIT: usize = 1 << 20;
 /// 5 KB each) fit, while as many patterns near [`SIZE_LIMIT`] would take gigabytes.
 const LIST_SIZE_LIMIT: usize = 16 << 20;
 
-/// What a process is to the reaper. Checked in this order: host, server, launcher, adopter.
+/// What a process is to the reaper (see [`Matcher::classify_subject`] for the order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -74,24 +75,125 @@ impl CachedRole {
     }
 }
 
+/// What a pattern is matched against, chosen by a prefix on the pattern.
+/// Role lists default to the program; `protect` to the whole command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `program:` the program's name (see [`crate::program`]).
+    Program,
+    /// `args:` the program's name followed by its own arguments.
+    Args,
+    /// `cmdline:` the whole command line, argv joined by spaces.
+    Cmdline,
+    /// `exe:` the executable's path (`/proc/PID/exe`), where it was read.
+    Exe,
+}
+
+const TARGETS: [(&str, Target); 4] =
+    [("program:", Target::Program), ("args:", Target::Args), ("cmdline:", Target::Cmdline), ("exe:", Target::Exe)];
+
+/// A pattern's target and its regex text.
+pub fn split_target(pattern: &str, default: Target) -> (Target, &str) {
+    for (prefix, t) in TARGETS {
+        if let Some(rest) = pattern.strip_prefix(prefix) {
+            return (t, rest);
+        }
+    }
+    (default, pattern)
+}
+
+/// What one process shows to the patterns.
+#[derive(Clone, Copy, Debug)]
+pub struct Subject<'a> {
+    pub cmdline: &'a str,
+    pub program: Program,
+    pub exe: Option<&'a str>,
+}
+
+impl<'a> Subject<'a> {
+    /// A command line known only joined (tests, fuzzing, quick checks).
+    pub fn joined(cmdline: &'a str, exe: Option<&'a str>) -> Subject<'a> {
+        Subject { cmdline, program: Program::of_joined(cmdline), exe }
+    }
+}
+
+/// One list, compiled as one set per target in use.
+#[derive(Debug)]
+struct List {
+    /// (target, set, index in the list of each pattern of the set)
+    sets: Vec<(Target, RegexSet, Vec<usize>)>,
+}
+
+/// The texts of one subject, cut to [`ROLE_TEXT`] where roles look.
+struct Texts<'a> {
+    program: &'a str,
+    args: String,
+    cmdline_head: &'a str,
+    cmdline: &'a str,
+    exe: Option<&'a str>,
+}
+
+impl List {
+    fn new(list: &[String], default: Target) -> Result<List, String> {
+        let mut sets = Vec::new();
+        for (_, t) in TARGETS {
+            let (idx, pats): (Vec<usize>, Vec<&str>) = list
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let (tt, re) = split_target(p, default);
+                    (tt == t).then_some((i, re))
+                })
+                .unzip();
+            if !idx.is_empty() {
+                sets.push((t, set(&pats)?, idx));
+            }
+        }
+        Ok(List { sets })
+    }
+
+    /// The lowest index among the patterns that match.
+    fn first(&self, x: &Texts<'_>, whole: bool) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (t, set, idx) in &self.sets {
+            let text = match t {
+                Target::Program => x.program,
+                Target::Args => x.args.as_str(),
+                Target::Cmdline if whole => x.cmdline,
+                Target::Cmdline => x.cmdline_head,
+                Target::Exe => match x.exe {
+                    Some(e) => e,
+                    None => continue,
+                },
+            };
+            if let Some(k) = set.matches(text).into_iter().next() {
+                best = Some(best.map_or(idx[k], |b| b.min(idx[k])));
+            }
+        }
+        best
+    }
+}
+
 #[derive(Debug)]
 pub struct Matcher {
     /// Unique per compiled config: roles cached under another are stale.
     generation: u32,
-    hosts: RegexSet,
-    servers: RegexSet,
-    launchers: RegexSet,
-    adopters: RegexSet,
-    protect: RegexSet,
+    hosts: List,
+    servers: List,
+    launchers: List,
+    adopters: List,
+    protect: List,
+    bystanders: List,
     lists: PatternLists,
 }
 
 /// Checks one pattern; the message is one line.
 pub fn check(pattern: &str) -> Result<(), String> {
-    if pattern.is_empty() {
+    let (_, re) = split_target(pattern, Target::Program);
+    if re.is_empty() {
         return Err("empty pattern: it would match every command line".into());
     }
-    regex::RegexBuilder::new(pattern)
+    regex::RegexBuilder::new(re)
         .size_limit(SIZE_LIMIT)
         .build()
         .map(|_: Regex| ())
@@ -105,10 +207,10 @@ fn one_line(s: &str) -> String {
 /// Checks a list of patterns, each valid alone, compiled together as the
 /// [`Matcher`] will.
 pub fn check_list(list: &[String]) -> Result<(), String> {
-    set(list).map(drop)
+    List::new(list, Target::Program).map(drop)
 }
 
-fn set(list: &[String]) -> Result<RegexSet, String> {
+fn set(list: &[&str]) -> Result<RegexSet, String> {
     RegexSetBuilder::new(list).size_limit(LIST_SIZE_LIMIT).dfa_size_limit(super::DFA_CACHE).build().map_err(|e| match e
     {
         regex::Error::CompiledTooBig(limit) => {
@@ -121,28 +223,38 @@ fn set(list: &[String]) -> Result<RegexSet, String> {
 /// How much of a command line role patterns see (see [`Matcher::classify`]).
 pub const ROLE_TEXT: usize = 64 * 1024;
 
+fn head(s: &str) -> &str {
+    let mut end = s.len().min(ROLE_TEXT);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 impl Matcher {
     pub fn new(lists: &PatternLists) -> Result<Matcher, String> {
         static GENERATION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         Ok(Matcher {
             generation: GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            hosts: set(&lists.hosts)?,
-            servers: set(&lists.servers)?,
-            launchers: set(&lists.launchers)?,
-            adopters: set(&lists.adopters)?,
-            protect: set(&lists.protect)?,
+            hosts: List::new(&lists.hosts, Target::Program)?,
+            servers: List::new(&lists.servers, Target::Program)?,
+            launchers: List::new(&lists.launchers, Target::Program)?,
+            adopters: List::new(&lists.adopters, Target::Program)?,
+            protect: List::new(&lists.protect, Target::Cmdline)?,
+            bystanders: List::new(&lists.bystanders, Target::Program)?,
             lists: lists.clone(),
         })
     }
 
-    /// The role from `cmdline` alone, taken from `cache` when this matcher
-    /// made it; `cache` is updated. A process's command line is read once and
-    /// kept across scans, so is its role: a tick matches only what is new.
-    pub fn classify_cached(&self, cmdline: &str, cache: &mut Option<CachedRole>) -> RoleMatch {
+    /// The role of a process from its command line alone, taken from `cache`
+    /// when this matcher made it; `cache` is updated. A process's command
+    /// line is read once and kept across scans, so is its role: a tick
+    /// matches only what is new.
+    pub fn classify_cached(&self, subject: Subject<'_>, cache: &mut Option<CachedRole>) -> RoleMatch {
         match *cache {
             Some(c) if c.generation == self.generation => c.get(),
             _ => {
-                let m = self.classify(cmdline, None);
+                let m = self.classify_subject(Subject { exe: None, ..subject });
                 *cache = Some(CachedRole::new(self.generation, m));
                 m
             }
@@ -154,36 +266,63 @@ impl Matcher {
         cache.filter(|c| c.generation == self.generation).map(CachedRole::get)
     }
 
-    /// Classifies a process by its command line and, when known, its exe path.
-    ///
-    /// Roles are matched against the first [`ROLE_TEXT`] bytes only: any user
-    /// can start a process with a huge argv, and a large counted repetition
-    /// in a pattern makes matching cost grow with the text. Missing a role
-    /// only ever keeps a tree. `protect` sees the whole command line, since
-    /// missing it could not.
+    /// [`Matcher::classify_subject`] for a command line known only joined.
     pub fn classify(&self, cmdline: &str, exe: Option<&str>) -> RoleMatch {
-        let first_in = |s: &RegexSet, text: &str| -> Option<usize> {
-            let m = s.matches(text).into_iter().next();
-            m.or_else(|| exe.and_then(|e| s.matches(e).into_iter().next()))
+        self.classify_subject(Subject::joined(cmdline, exe))
+    }
+
+    /// Classifies a process by its program (see [`crate::program`]).
+    ///
+    /// In this order: a bystander (a multiplexer, ssh, a browser, an editor)
+    /// is never a server or launcher; then server, host, launcher, adopter.
+    /// Servers come before hosts so that a host program's server mode
+    /// (`claude --claude-in-chrome-mcp`, `codex mcp-server`) is a server: the
+    /// patterns see programs, so a host's name cannot swallow a server's.
+    /// Launchers are, besides their patterns, every process whose program was
+    /// reached through a package runner, a container engine, a runner or a
+    /// shell. `docker|podman run -i` is a server: the container is.
+    ///
+    /// Command lines are matched on their first [`ROLE_TEXT`] bytes only: any
+    /// user can start a process with a huge argv, and a large counted
+    /// repetition in a pattern makes matching cost grow with the text.
+    /// Missing a role only ever keeps a tree. `protect` sees the whole
+    /// command line, since missing it could not.
+    pub fn classify_subject(&self, s: Subject<'_>) -> RoleMatch {
+        let program = s.program.name(s.cmdline);
+        let x = Texts {
+            program,
+            args: head(&s.program.line(s.cmdline)).to_string(),
+            cmdline_head: head(s.cmdline),
+            cmdline: s.cmdline,
+            exe: s.exe,
         };
-        let protect = first_in(&self.protect, cmdline);
-        let mut end = cmdline.len().min(ROLE_TEXT);
-        while !cmdline.is_char_boundary(end) {
-            end -= 1;
-        }
-        let head = &cmdline[..end];
-        let first = |s: &RegexSet| first_in(s, head);
-        for (role, s) in [
-            (Role::Host, &self.hosts),
-            (Role::Server, &self.servers),
-            (Role::Launcher, &self.launchers),
-            (Role::Adopter, &self.adopters),
-        ] {
-            if let Some(i) = first(s) {
-                return RoleMatch { role, pattern: Some(i), protect };
+        let protect = self.protect.first(&x, true);
+        let bystander = self.bystanders.first(&x, false).is_some();
+        let via = s.program.via;
+        let found = |role, l: &List| l.first(&x, false).map(|i| RoleMatch { role, pattern: Some(i), protect });
+        let server = if bystander {
+            None
+        } else {
+            found(Role::Server, &self.servers).or_else(|| {
+                (via == crate::program::Via::Image && s.program.stdin_open()).then_some(RoleMatch {
+                    role: Role::Server,
+                    pattern: None,
+                    protect,
+                })
+            })
+        };
+        let launcher = || {
+            if bystander {
+                return None;
             }
-        }
-        RoleMatch { role: Role::Other, pattern: None, protect }
+            found(Role::Launcher, &self.launchers)
+                .or_else(|| via.is_launcher().then_some(RoleMatch { role: Role::Launcher, pattern: None, protect }))
+        };
+        server
+            .or_else(|| found(Role::Host, &self.hosts))
+            .or_else(launcher)
+            .or_else(|| found(Role::Adopter, &self.adopters))
+            .unwrap_or(RoleMatch { role: Role::Other, pattern: None, protect })
     }
 
     /// The pattern text behind a match, for explanations.
@@ -206,7 +345,7 @@ impl Matcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::config::{Config, Subject};
 
     fn role(cmd: &str) -> Role {
         Config::embedded().matcher.classify(cmd, None).role
@@ -229,15 +368,18 @@ mod tests {
         let a = Config::embedded();
         let mut cache = None;
         let cmd = "node /x/.bin/playwright-mcp";
-        assert_eq!(a.matcher.classify_cached(cmd, &mut cache).role, Role::Server);
+        assert_eq!(a.matcher.classify_cached(Subject::joined(cmd, None), &mut cache).role, Role::Server);
         // The same matcher trusts the cache, whatever the text now says.
-        assert_eq!(a.matcher.classify_cached("bash", &mut cache).role, Role::Server);
+        assert_eq!(a.matcher.classify_cached(Subject::joined("bash", None), &mut cache).role, Role::Server);
         assert_eq!(a.matcher.cached(cache).map(|m| m.role), Some(Role::Server));
         // A reloaded config (a new matcher) matches again.
         let b = Config::from_str_with_default("t", "[patterns]\nservers = ['^bash$']").unwrap();
         assert_eq!(b.matcher.cached(cache), None);
-        assert_eq!(b.matcher.classify_cached("bash", &mut cache).role, Role::Server);
-        assert_eq!(b.matcher.classify_cached("bash", &mut cache).pattern, b.matcher.classify("bash", None).pattern);
+        assert_eq!(b.matcher.classify_cached(Subject::joined("bash", None), &mut cache).role, Role::Server);
+        assert_eq!(
+            b.matcher.classify_cached(Subject::joined("bash", None), &mut cache).pattern,
+            b.matcher.classify("bash", None).pattern
+        );
     }
 
     #[test]
@@ -257,6 +399,9 @@ mod tests {
             "opencode",
             "python3 -m hermes_cli.main",
             "/opt/zed/zed",
+            "/home/u/.vscode-server/bin/abc/node /home/u/.vscode-server/bin/abc/out/bootstrap-fork --type=extensionHost",
+            "node /usr/lib/node_modules/@github/copilot/npm-loader.js",
+            "codex app-server --analytics-default-enabled",
         ] {
             assert_eq!(role(cmd), Role::Host, "{cmd}");
         }
@@ -274,6 +419,16 @@ mod tests {
             "python -m mcp_server_git --repository .",
             "mcp-remote https://example.invalid/sse",
             "docker run -i --rm mcp/github",
+            "docker run -i --rm isokoliuk/mcp-searxng:latest",
+            "podman run -i --rm docker.io/library/whatever",
+            "/home/u/.local/share/claude/versions/2.1.197 --claude-in-chrome-mcp",
+            "/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe --computer-use-mcp",
+            "claude mcp serve",
+            "codex mcp-server",
+            "/usr/local/bin/goose mcp developer",
+            "node /home/u/.npm/_npx/a3/node_modules/.bin/mcp-server-filesystem /home/u/code",
+            "uvx mcp-atlassian",
+            "node /opt/homebrew/bin/gitnexus mcp",
         ] {
             assert_eq!(role(cmd), Role::Server, "{cmd}");
         }
@@ -286,13 +441,15 @@ mod tests {
             "npx -y something",
             "pnpm dlx foo",
             "bunx foo",
-            "/tmp/bunx-1000-foo@latest/node_modules/.bin/foo",
             "uvx foo",
             "uv tool uvx foo",
             "uv run server.py",
+            "uv --directory /home/u/weather run weather.py",
             "pipx run foo",
-            "docker run -i --rm ghcr.io/x/y",
-            "deno run -A main.ts",
+            "docker run --rm ghcr.io/x/y",
+            "npm run start",
+            "bun run start",
+            "go run ./cmd/x",
             "sh -c foo",
             "/bin/bash -lc foo",
             "bash -e -c foo",
@@ -313,6 +470,14 @@ mod tests {
             "chromium --type=renderer",
             "npm install",
             "claudette",
+            "tmux new -s foo-mcp",
+            "tmux -L x new -d -s foo-mcp -c /tmp sleep 300",
+            "SCREEN -dmS weather-mcp",
+            "ssh -fN -L 8931:localhost:8931 gpu-mcp",
+            "/usr/lib/firefox/firefox http://localhost:8000/mcp",
+            "vim /home/u/code",
+            "deno run -A main.ts",
+            "mcp-reaperd --once",
         ] {
             assert_eq!(role(cmd), Role::Other, "{cmd}");
         }
@@ -328,9 +493,9 @@ mod tests {
     }
 
     #[test]
-    fn exe_is_matched_when_cmdline_is_not() {
+    fn exe_patterns_see_the_exe() {
         let c = Config::embedded();
-        let m = c.matcher.classify("2.0.14", Some("/home/u/.local/bin/claude"));
+        let m = c.matcher.classify("2.0.14", Some("/home/u/.local/share/claude/versions/2.0.14"));
         assert_eq!(m.role, Role::Host);
     }
 }

@@ -497,8 +497,8 @@ impl Daemon {
     }
 
     fn is_interesting_exec(&self, pid: Pid) -> bool {
-        let Some(cmd) = self.procfs.cmdline(pid) else { return false };
-        let role = self.shared.borrow().cfg.matcher.classify(&cmd, None).role;
+        let Some(p) = self.procfs.process(pid) else { return false };
+        let role = self.shared.borrow().cfg.matcher.classify_subject(crate::tree::subject(&p)).role;
         matches!(role, crate::config::Role::Host | crate::config::Role::Server)
     }
 

@@ -62,6 +62,7 @@ impl World {
             kernel_thread: false,
             comm: cmd.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or("").chars().take(15).collect(),
             cmdline: cmd.into(),
+            program: crate::program::Program::of_joined(cmd),
             rss_bytes: 1 << 20,
             details: Some(Box::new(Details {
                 uid: Some(Uid(1000)),

@@ -23,6 +23,7 @@ use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{Identity, Pid, StartTime, Uid};
+use crate::program::Program;
 pub use parse::{MemInfo, Rollup};
 
 /// Errors that stop a scan as a whole (a single vanished process never does).
@@ -97,6 +98,8 @@ pub struct Process {
     /// argv joined by spaces (lossy UTF-8). Empty for kernel threads and zombies.
     /// Raw, secrets included: for matching only; show [`Process::display_cmd`].
     pub cmdline: Arc<str>,
+    /// What it runs, as spans of `cmdline` (see [`crate::program`]).
+    pub program: Program,
     pub rss_bytes: u64,
     /// Boxed: most processes never get details, and a snapshot holds thousands.
     pub details: Option<Box<Details>>,
@@ -336,6 +339,7 @@ impl ProcFs {
                         Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
                             let mut p = self.process_from(pid, st, Arc::clone(&q.cmdline), tick);
                             p.role = q.role;
+                            p.program = q.program;
                             Some(p)
                         }
                         Some(_) => self.read_process(pid, &mut buf, tick), // exec'd or reused
@@ -409,6 +413,7 @@ impl ProcFs {
             kernel_thread: stat.flags & parse::PF_KTHREAD != 0,
             comm: stat.comm,
             cmdline,
+            program: Program::default(),
             rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
             details: None,
             role: None,
@@ -436,16 +441,24 @@ impl ProcFs {
         let stat = parse::parse_stat(buf).ok()?;
         let kernel_thread = stat.flags & parse::PF_KTHREAD != 0;
         let state = ProcState(stat.state as char);
+        let mut program = Program::default();
         let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
             Arc::default()
         } else {
             match read_at(&dir, "cmdline", buf) {
-                Ok(()) => parse::join_cmdline(buf).into(),
+                Ok(()) => {
+                    let mut spans = Vec::new();
+                    let text = parse::join_argv(buf, &mut spans);
+                    program = Program::from_argv(&text, &spans);
+                    text.into()
+                }
                 Err(ReadFail::Denied) => Arc::default(),
                 Err(ReadFail::Gone) => return None,
             }
         };
-        Some(self.process_from(pid, stat, cmdline, checked_tick))
+        let mut p = self.process_from(pid, stat, cmdline, checked_tick);
+        p.program = program;
+        Some(p)
     }
 
     /// Reads [`Details`] for one process, checking through the same directory fd

@@ -167,6 +167,12 @@ pub fn parse_meminfo(buf: &[u8]) -> MemInfo {
 /// A process that rewrote its argv (node, npm set the title) may leave no NULs
 /// between words, or trailing NULs: both come out as expected.
 pub fn join_cmdline(buf: &[u8]) -> String {
+    join_argv(buf, &mut Vec::new())
+}
+
+/// [`join_cmdline`], noting where each argv element lies in the joined text.
+pub fn join_argv(buf: &[u8], spans: &mut Vec<crate::program::Span>) -> String {
+    spans.clear();
     let mut out = String::with_capacity(buf.len());
     for arg in buf.split(|&b| b == 0) {
         if arg.is_empty() {
@@ -175,7 +181,9 @@ pub fn join_cmdline(buf: &[u8]) -> String {
         if !out.is_empty() {
             out.push(' ');
         }
+        let start = out.len();
         out.push_str(&String::from_utf8_lossy(arg));
+        spans.push(crate::program::Span::new(start, out.len()));
     }
     out
 }
