@@ -9,7 +9,8 @@
 //! {"argv": ["npm", "exec", "@playwright/mcp@latest"],
 //!  "children": [ {"argv": ["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"]} ],
 //!  "setsid": false, "ignore_term": false, "subreaper": false, "exit_after_spawn": false,
-//!  "handle_term": false, "term_delay_ms": 0, "note_term": false, "uid": null, "on_usr1": []}
+//!  "handle_term": false, "term_delay_ms": 0, "note_term": false, "uid": null, "on_usr1": [],
+//!  "stdio": "pipe"}
 //! ```
 //!
 //! Only `argv` is required. An argv element may be a string or an array of
@@ -43,6 +44,23 @@
 //!   with the other argv: readers of `/proc` may see either, or one in their
 //!   first read and the other in their second. The ready line is written once.
 //!
+//! And `stdio`, what the parent connects this process's fd 0 and fd 1 to
+//! (fd 2 is always inherited):
+//! - `"pipe"` (the default): two pipes, fd 0 the read end of one and fd 1
+//!   the write end of the other, as most MCP hosts start a stdio server. The
+//!   parent holds its ends open (close-on-exec, so no other child inherits
+//!   them) for as long as it lives.
+//! - `"socket"`: one end of an `AF_UNIX` `SOCK_STREAM` socketpair as both
+//!   fd 0 and fd 1, as Claude Code starts its servers; the parent holds the
+//!   other end.
+//! - `"null"`: both on `/dev/null` (a daemon, a `nohup`-like bystander).
+//! - `"inherit"`: stdin on `/dev/null`, stdout the parent's own (the old
+//!   behaviour).
+//!
+//! A process never reads its stdin nor writes its stdout after it starts
+//! (the ready line goes to `FAKEPROC_READY`), so one whose parent died, and
+//! with it the far ends, keeps running.
+//!
 //! Once its own children are spawned, every process appends one line
 //! `"<pid> <ppid> <argv joined by spaces>\n"` to the file named by
 //! `FAKEPROC_READY` (one `write` on an `O_APPEND` file, so lines never mix),
@@ -52,13 +70,26 @@
 
 use std::ffi::OsStr;
 use std::io::Write;
+use std::os::fd::{IntoRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+/// What a child's fd 0 and fd 1 are connected to (see the header).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum StdioKind {
+    #[default]
+    Pipe,
+    Socket,
+    Null,
+    Inherit,
+}
 
 /// One argv element: text, or raw bytes.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -108,6 +139,8 @@ struct Spec {
     flip: Vec<Arg>,
     #[serde(default)]
     pad_kib: usize,
+    #[serde(default)]
+    stdio: StdioKind,
 }
 
 fn fail(msg: &str) -> ! {
@@ -187,8 +220,30 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     let mut cmd = Command::new(child.exe.as_deref().unwrap_or(exe));
     cmd.arg0(OsStr::from_bytes(child.argv[0].bytes()))
         .args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
-        .env("FAKEPROC", json)
-        .stdin(Stdio::null());
+        .env("FAKEPROC", json);
+    // The parent's end of a socketpair, held (like the pipe ends below) for
+    // as long as this process lives.
+    let mut keep: Option<OwnedFd> = None;
+    match child.stdio {
+        StdioKind::Pipe => {
+            // std makes both pipes close-on-exec on this side.
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        }
+        StdioKind::Socket => {
+            // Both ends close-on-exec; the child gets its end dup2'ed to
+            // fd 0 and fd 1, which clears the flag there.
+            let (mine, theirs) = UnixStream::pair().unwrap_or_else(|e| fail(&format!("socketpair: {e}")));
+            let theirs2 = theirs.try_clone().unwrap_or_else(|e| fail(&format!("dup of a socket: {e}")));
+            cmd.stdin(Stdio::from(OwnedFd::from(theirs))).stdout(Stdio::from(OwnedFd::from(theirs2)));
+            keep = Some(OwnedFd::from(mine));
+        }
+        StdioKind::Null => {
+            cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        }
+        StdioKind::Inherit => {
+            cmd.stdin(Stdio::null()).stdout(Stdio::inherit());
+        }
+    }
     let mut left = child.pad_kib * 1024;
     while left > 0 {
         let n = left.min(127 * 1024);
@@ -200,9 +255,19 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     }
     // The Child handle is dropped on purpose: nothing waits for it here
     // (a subreaper reaps below; others leave zombies, like real programs
-    // that never wait).
-    if let Err(e) = cmd.spawn() {
-        fail(&format!("spawning child: {e}"));
+    // that never wait). Its pipe ends are not: they are leaked, open until
+    // this process exits or execs (close-on-exec), like a host's.
+    #[allow(clippy::zombie_processes, reason = "reaped by a subreaper, or left a zombie like real programs leave them")]
+    let mut spawned = cmd.spawn().unwrap_or_else(|e| fail(&format!("spawning child: {e}")));
+    drop(cmd); // the child's ends of a socketpair: closed here
+    if let Some(stdin) = spawned.stdin.take() {
+        let _ = stdin.into_raw_fd();
+    }
+    if let Some(stdout) = spawned.stdout.take() {
+        let _ = stdout.into_raw_fd();
+    }
+    if let Some(fd) = keep {
+        let _ = fd.into_raw_fd();
     }
 }
 
@@ -241,7 +306,7 @@ fn main() {
             .create(true)
             .open(&path)
             .unwrap_or_else(|e| fail(&format!("opening FAKEPROC_NOTES: {e}")));
-        NOTES_FD.store(std::os::fd::IntoRawFd::into_raw_fd(f), Ordering::Relaxed);
+        NOTES_FD.store(f.into_raw_fd(), Ordering::Relaxed);
     }
     TERM_DELAY_MS.store(spec.term_delay_ms, Ordering::Relaxed);
     let handler = if spec.ignore_term {

@@ -204,6 +204,8 @@ pub struct Spec {
     exe: Option<PathBuf>,
     flip: Vec<Value>,
     pad_kib: usize,
+    /// `"pipe"`, `"socket"`, `"null"` or `"inherit"` (see examples/fakeproc.rs).
+    stdio: &'static str,
 }
 
 impl Spec {
@@ -224,6 +226,7 @@ impl Spec {
             exe: None,
             flip: Vec::new(),
             pad_kib: 0,
+            stdio: "pipe",
         }
     }
 
@@ -322,6 +325,27 @@ impl Spec {
         self
     }
 
+    /// fd 0 and fd 1 on `/dev/null`: detached on purpose (a daemon, a
+    /// `nohup`-like bystander). The default is a pipe to the parent for each,
+    /// as most hosts start a stdio server.
+    pub fn stdio_null(mut self) -> Spec {
+        self.stdio = "null";
+        self
+    }
+
+    /// fd 0 and fd 1 both one end of a unix socketpair whose other end the
+    /// parent holds, as Claude Code starts its servers.
+    pub fn stdio_socket(mut self) -> Spec {
+        self.stdio = "socket";
+        self
+    }
+
+    /// stdin on `/dev/null`, stdout the parent's own (fakeproc's old default).
+    pub fn stdio_inherit(mut self) -> Spec {
+        self.stdio = "inherit";
+        self
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "argv": self.argv,
@@ -339,6 +363,7 @@ impl Spec {
             "exe": self.exe,
             "flip": self.flip,
             "pad_kib": self.pad_kib,
+            "stdio": self.stdio,
         })
     }
 
