@@ -19,6 +19,8 @@ pub struct Assessment {
     pub judgements: Vec<Judgement>,
     pub scope: Option<Pid>,
     pub scan_duration: std::time::Duration,
+    /// The patterns the roles came from, for explanations.
+    pub matcher: std::sync::Arc<crate::config::Matcher>,
 }
 
 #[derive(Debug)]
@@ -91,7 +93,14 @@ pub fn assess_snapshot(
         want.retain(|&i| snap.procs[i].details.is_none() && !snap.procs[i].kernel_thread);
         if want.is_empty() || rounds == 3 {
             // A member still without details is protected by the policy.
-            return Ok(Assessment { snapshot: snap, forest, judgements, scope, scan_duration: started.elapsed() });
+            return Ok(Assessment {
+                snapshot: snap,
+                forest,
+                judgements,
+                scope,
+                scan_duration: started.elapsed(),
+                matcher: std::sync::Arc::clone(&cfg.matcher),
+            });
         }
         rounds += 1;
         let idx: Vec<usize> = want.into_iter().collect();

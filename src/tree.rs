@@ -134,18 +134,28 @@ impl Forest {
         out
     }
 
-    /// The topmost server/launcher above (and including) server `s`.
-    pub fn root_of(&self, s: usize) -> usize {
+    /// The topmost server/launcher above (and including) server `s`. A
+    /// launcher is walked through only while it is a pass-through: every
+    /// live child of it is a server or launcher. A wrapper that also runs
+    /// other things (a logger, a shell) owns the tree instead.
+    pub fn root_of(&self, snap: &Snapshot, s: usize) -> usize {
         let mut r = s;
         let mut steps = 0;
         while let Some(p) = self.parent[r] {
             if Some(p) == self.scope || !self.in_scope[p] || !self.role(p).is_tree_link() || steps > 4096 {
                 break;
             }
+            if self.role(p) == Role::Launcher && !self.passes_through(snap, p) {
+                break;
+            }
             r = p;
             steps += 1;
         }
         r
+    }
+
+    fn passes_through(&self, snap: &Snapshot, p: usize) -> bool {
+        self.children[p].iter().all(|&c| self.role(c).is_tree_link() || snap.procs[c].state.is_zombie())
     }
 
     /// Every server tree in scope: one per distinct root, roots that lie inside
@@ -156,7 +166,7 @@ impl Forest {
             if self.role(i) != Role::Server || !self.in_scope[i] || p.kernel_thread || p.state.is_zombie() {
                 continue;
             }
-            let r = self.root_of(i);
+            let r = self.root_of(snap, i);
             match roots.iter_mut().find(|(root, _)| *root == r) {
                 Some((_, servers)) => servers.push(i),
                 None => roots.push((r, vec![i])),

@@ -11,7 +11,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{TempDir, member, reaperctl, scan_json, tree_rooted_at};
+use common::{TempDir, member, reaperctl, s, scan_json, tree_rooted_at};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -85,13 +85,13 @@ fn assert_verdict(v: &Value, root: i32, want: &str, reap: bool, reason_has: &str
     assert!(reason.contains(reason_has), "tree {root}: reason {reason:?} lacks {reason_has:?}");
 }
 
-const ALL_ROOTS: [i64; 10] = [1000, 2001, 3000, 4000, 5000, 6001, 7000, 8000, 8100, 9000];
+const ALL_ROOTS: [i64; 11] = [1000, 2001, 3000, 4000, 5000, 6001, 7000, 8000, 8100, 8200, 9000];
 
 #[test]
 fn full_fixture_with_self_gives_every_verdict() {
     let (dir, root) = materialize("proc-basic", Some(4242));
     let v = scan(&dir, &root, 0);
-    assert_eq!(v["summary"]["processes_scanned"], 27, "every pid dir, kernel threads and zombie included");
+    assert_eq!(v["summary"]["processes_scanned"], 28, "every pid dir, kernel threads and zombie included");
     assert_eq!(roots(&v), ALL_ROOTS, "{v:#}");
 
     // A: npm exec adopted by systemd --user; the setsid'd chrome and its zombie child go with it.
@@ -148,15 +148,28 @@ fn full_fixture_with_self_gives_every_verdict() {
     assert_verdict(&v, 8100, "protected", false, "cannot tell which PID namespace member");
     assert!(verdict(&v, 8100).2.contains("(pid 8101)"));
 
+    // K: a server started with /dev/null and a log file for stdio (nohup):
+    // adopted, but nobody's stdio server.
+    assert_verdict(
+        &v,
+        8200,
+        "detached",
+        false,
+        "server mcp-server-notes (pid 8200) has stdin /dev/null and stdout file",
+    );
+    let m = member(tree_rooted_at(&v, 8200), 8200);
+    assert_eq!(m["program"], "mcp-server-notes");
+    assert_eq!((&m["evidence"]["fd0"], &m["evidence"]["fd1"]), (&s("/dev/null").into(), &s("file").into()));
+
     // J: the reaper (self = 4242) runs below this server: never touched.
     assert_verdict(&v, 9000, "protected", false, "contains mcp-reaper itself or one of its ancestors");
     assert_eq!(members(tree_rooted_at(&v, 9000)), [9000, 9001, 4242]);
 
     let s = &v["summary"];
-    assert_eq!(s["trees"], 10);
+    assert_eq!(s["trees"], 11);
     assert_eq!(
         s["by_verdict"],
-        serde_json::json!({"foreign": 1, "live": 1, "orphan": 4, "protected": 3, "stale": 1, "young": 0})
+        serde_json::json!({"detached": 1, "foreign": 1, "live": 1, "orphan": 4, "protected": 3, "stale": 1, "young": 0})
     );
     assert_eq!(s["reap_trees"], 5);
     assert_eq!(s["reap_processes"], 4 + 2 + 2 + 1 + 2);
@@ -223,7 +236,7 @@ fn stored_fixture_without_links_is_read_as_plain_files() {
     // No symlinks at all: no fds (so no terminal is known), no exe, no ns inode.
     let dir = TempDir::new("fixture-raw");
     let v = scan(&dir, &fixture("proc-basic"), 0);
-    assert_eq!(v["summary"]["processes_scanned"], 27);
+    assert_eq!(v["summary"]["processes_scanned"], 28);
     // Without fds the closed terminal is invisible: the host looks headless.
     assert_verdict(&v, 3001, "live", false, "(pid 3000) is alive (no terminal: headless or IDE)");
     assert_verdict(&v, 2001, "live", false, "(no terminal: headless or IDE)");
@@ -260,12 +273,19 @@ fn human_view_of_the_fixture_does_not_choke() {
     let out = reaperctl(["scan", "--proc-root", root.to_str().unwrap(), "--config", cfg.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    for heading in ["ORPHAN · 4 trees", "STALE · 1 tree", "LIVE · 1 tree", "FOREIGN · 1 tree", "PROTECTED · 3 trees"]
-    {
+    for heading in [
+        "ORPHAN · 4 trees",
+        "STALE · 1 tree",
+        "LIVE · 1 tree",
+        "FOREIGN · 1 tree",
+        "PROTECTED · 3 trees",
+        "DETACHED · 1 tree",
+    ] {
         assert!(text.contains(heading), "{heading:?} missing:\n{text}");
     }
     assert!(text.contains("zombie"), "the zombie's memory column:\n{text}");
-    assert!(text.contains("10 trees among 27 processes"), "{text}");
+    assert!(text.contains("11 trees among 28 processes"), "{text}");
+    assert!(text.contains("server:mcp-server-notes"), "the program column:\n{text}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::config::{Config, Role};
 use crate::ids::{Identity, Pid, Uid};
-use crate::scan::{Process, Snapshot};
+use crate::scan::{FdKind, Process, Snapshot};
 use crate::tree::{Forest, TreeShape};
 pub use grace::GraceBook;
 
@@ -30,11 +30,21 @@ pub enum Verdict {
     Protected,
     /// Would be reaped, but was first seen less than `grace_secs` ago.
     Young,
+    /// Adopted, but its servers have no stdio link (fd 0 and 1 on
+    /// `/dev/null`, a terminal or a file): started to run on its own. Keep.
+    Detached,
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 6] =
-        [Verdict::Orphan, Verdict::Stale, Verdict::Young, Verdict::Live, Verdict::Foreign, Verdict::Protected];
+    pub const ALL: [Verdict; 7] = [
+        Verdict::Orphan,
+        Verdict::Stale,
+        Verdict::Young,
+        Verdict::Live,
+        Verdict::Foreign,
+        Verdict::Protected,
+        Verdict::Detached,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -44,6 +54,7 @@ impl Verdict {
             Verdict::Foreign => "foreign",
             Verdict::Protected => "protected",
             Verdict::Young => "young",
+            Verdict::Detached => "detached",
         }
     }
 }
@@ -96,6 +107,12 @@ pub struct Inputs<'a> {
 /// A short name for a process in a reason: `claude (pid 4100)`.
 pub fn name(p: &Process) -> String {
     format!("{} (pid {})", short_cmd(p, 48), p.pid())
+}
+
+/// A process by its program: `mcp-server-filesystem (pid 4100)`.
+pub fn program_ref(p: &Process) -> String {
+    let prog = crate::redact::redact(p.program.name(&p.cmdline)).into_owned();
+    format!("{} (pid {})", crate::report::printable(&prog), p.pid())
 }
 
 /// The command line cut to `max` characters, with an ellipsis.
@@ -200,10 +217,7 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         if snap.procs[root].ppid == Some(Pid::INIT) && forest.scope.is_none() {
             // PID 1 hidden from us (`/proc` mounted with hidepid): being
             // adopted by it is still being adopted.
-            j.verdict = Verdict::Orphan;
-            j.candidate = true;
-            j.reap = true;
-            j.reason = "adopted by PID 1 (hidden from this reaper by /proc's hidepid) after its host exited".into();
+            adopted(snap, &mut j, "PID 1 (hidden from this reaper by /proc's hidepid)");
             return j;
         }
         j.reason = format!(
@@ -213,10 +227,7 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         return j;
     };
     if let Some(how) = adopter(snap, forest, owner) {
-        j.verdict = Verdict::Orphan;
-        j.candidate = true;
-        j.reap = true;
-        j.reason = format!("adopted by {how} after its host exited");
+        adopted(snap, &mut j, &how);
         return j;
     }
     // Look for a host above the owner, through shells and other links.
@@ -252,6 +263,74 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
     }
     j.reason = format!("owned by live process {}, which is not a known host", name(&snap.procs[owner]));
     j
+}
+
+/// A tree whose root's parent adopts orphans: an orphan, unless the evidence
+/// says it was started to run on its own: as a service unit's main process,
+/// or with no stdio link to anyone.
+fn adopted(snap: &Snapshot, j: &mut Judgement, how: &str) {
+    let root = &snap.procs[j.root];
+    if let Some(unit) = root.details.as_ref().and_then(|d| d.unit.as_ref()).filter(|u| u.is_service())
+        && unit.main != Some(false)
+    {
+        j.verdict = Verdict::Protected;
+        j.reason = format!(
+            "{} runs as systemd unit {} (the unit's main process, started by its service manager, not by a host)",
+            program_ref(root),
+            unit.name
+        );
+        return;
+    }
+    if let Some(evidence) = detached(snap, &j.servers) {
+        j.verdict = Verdict::Detached;
+        j.reason = format!("adopted by {how}, but {evidence}: detached on purpose, not a host's stdio server");
+        return;
+    }
+    j.verdict = Verdict::Orphan;
+    j.candidate = true;
+    j.reap = true;
+    let link = j
+        .servers
+        .iter()
+        .find_map(|&s| {
+            stdio_link(&snap.procs[s]).map(|k| format!("server {} has its stdio on a {k}", program_ref(&snap.procs[s])))
+        })
+        .unwrap_or_default();
+    j.reason = format!("adopted by {how} after its host exited; {link}");
+}
+
+/// The kind of link (pipe, socket) a server's fd 0 or 1 has, if any.
+fn stdio_link(p: &Process) -> Option<&'static str> {
+    let d = p.details.as_ref()?;
+    [d.fd_kind(0), d.fd_kind(1)].into_iter().find(|k| k.is_link()).map(crate::scan::FdKind::as_str)
+}
+
+fn fd_kinds(p: &Process) -> [FdKind; 2] {
+    p.details.as_ref().map_or([FdKind::Unknown; 2], |d| [d.fd_kind(0), d.fd_kind(1)])
+}
+
+/// Why a tree's servers are not anyone's stdio servers: none of them has a
+/// pipe or socket on fd 0 or 1, and at least one shows what it has instead.
+/// `None` when one has a link, or when nothing could be read (the never-touch
+/// rules keep such a tree, with the reason).
+fn detached(snap: &Snapshot, servers: &[usize]) -> Option<String> {
+    let mut why = Vec::new();
+    for &s in servers {
+        let p = &snap.procs[s];
+        let kinds = fd_kinds(p);
+        if kinds.iter().any(|k| k.is_link()) {
+            return None;
+        }
+        if kinds.iter().any(|&k| k != FdKind::Unknown) {
+            why.push(format!(
+                "server {} has stdin {} and stdout {}",
+                program_ref(p),
+                kinds[0].as_str(),
+                kinds[1].as_str()
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| why.join(", "))
 }
 
 fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
@@ -347,7 +426,14 @@ impl Guard {
         if !j.candidate {
             return None;
         }
-        j.members.iter().find_map(|&(m, _)| self.member(snap, m))
+        j.members.iter().find_map(|&(m, _)| self.member(snap, m)).or_else(|| {
+            // Orphans are told from detached servers by their stdio.
+            let linked = j.servers.iter().any(|&s| fd_kinds(&snap.procs[s]).iter().any(|k| k.is_link()));
+            let blind = j.servers.iter().find(|&&s| fd_kinds(&snap.procs[s]) == [FdKind::Unknown; 2]);
+            blind
+                .filter(|_| j.verdict == Verdict::Orphan && !linked)
+                .map(|&s| format!("cannot read the stdio (fd 0, 1) of server {}", program_ref(&snap.procs[s])))
+        })
     }
 
     fn member(&self, snap: &Snapshot, m: usize) -> Option<String> {

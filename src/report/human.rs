@@ -69,14 +69,25 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
             let t = &report.trees[i];
             let action = if t.reap { "reap" } else { "keep" };
             let _ = writeln!(out, "  tree {} [{action}]: {}", t.root, cut(&super::printable(&t.reason), width, 16));
-            let _ = writeln!(out, "    {:>7} {:<9} {:>6} {:>8}  COMMAND", "PID", "USER", "AGE", "RSS+SWAP");
+            let _ = writeln!(
+                out,
+                "    {:>7} {:<9} {:>6} {:>8}  {:<28}  COMMAND",
+                "PID", "USER", "AGE", "RSS+SWAP", "ROLE:PROGRAM"
+            );
             let depths: Vec<usize> = t.members.iter().map(|m| m.depth).collect();
             for (k, m) in t.members.iter().enumerate() {
                 let user =
                     m.uid.map_or_else(|| "?".into(), |u| users.get(&u).cloned().unwrap_or_else(|| u.to_string()));
                 let user: String = user.chars().take(9).collect();
                 let mem = if m.state == "Z" { "zombie".to_string() } else { bytes(m.rss_bytes + m.swap_bytes) };
-                let line = format!("    {:>7} {:<9} {:>6} {:>8}  ", m.pid, user, age(m.age_secs as f64), mem);
+                let prog = if m.role == "other" {
+                    "-".to_string()
+                } else {
+                    let p: String = super::printable(&m.program).chars().take(27 - m.role.len().min(12)).collect();
+                    format!("{}:{p}", m.role)
+                };
+                let line =
+                    format!("    {:>7} {:<9} {:>6} {:>8}  {prog:<28}  ", m.pid, user, age(m.age_secs as f64), mem);
                 let cmd = format!("{}{}", branch(&depths, k), super::printable(&m.cmdline));
                 let used = line.chars().count();
                 let _ = writeln!(out, "{line}{}", cut(&cmd, width, used));

@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::config::Role;
 use crate::cycle::Assessment;
 use crate::policy::{Judgement, Verdict};
-use crate::scan::{Process, Snapshot};
+use crate::scan::{FdKind, Process, Snapshot};
 
 #[derive(Serialize)]
 pub struct ScanReport {
@@ -52,6 +53,51 @@ pub struct Member {
     pub cmdline: String,
     pub rss_bytes: u64,
     pub swap_bytes: u64,
+    /// What it runs (see `program` in README.md): the name role patterns see.
+    pub program: String,
+    /// How the program was reached: exec, script, inline, package, image, runner, shell.
+    pub via: &'static str,
+    /// Why it has its role: the pattern, or `built-in …`; `None` for other.
+    pub role_rule: Option<String>,
+    /// The facts the verdict rests on.
+    pub evidence: Evidence,
+}
+
+/// Stdio and service-manager facts of one member (read for the processes a
+/// decision is about; `unreadable` where they could not be read).
+#[derive(Serialize)]
+pub struct Evidence {
+    pub fd0: &'static str,
+    pub fd1: &'static str,
+    /// The innermost systemd `.service` or `.scope` of its cgroup.
+    pub unit: Option<String>,
+    /// Whether it is that unit's main process (its oldest).
+    pub unit_main: Option<bool>,
+}
+
+/// The program of a process as shown: masked like its command line.
+pub fn program_name(p: &Process) -> String {
+    crate::redact::redact(p.program.name(&p.cmdline)).into_owned()
+}
+
+fn evidence(p: &Process) -> Evidence {
+    let d = p.details.as_deref();
+    let kind = |fd| d.map_or(FdKind::Unknown, |d| d.fd_kind(fd)).as_str();
+    let unit = d.and_then(|d| d.unit.as_ref());
+    Evidence { fd0: kind(0), fd1: kind(1), unit: unit.map(|u| u.name.clone()), unit_main: unit.and_then(|u| u.main) }
+}
+
+/// Why a process has its role, in words.
+pub fn role_rule(a: &Assessment, m: usize) -> Option<String> {
+    let r = a.forest.roles[m];
+    let p = &a.snapshot.procs[m];
+    match (r.role, r.pattern) {
+        (Role::Other, _) => None,
+        (role, Some(i)) => Some(format!("{} pattern '{}'", role.as_str(), a.matcher.pattern_text(role, i))),
+        (Role::Server, None) => Some("built-in: docker|podman run -i (the container is the server)".into()),
+        (Role::Launcher, None) => Some(format!("built-in: runs its program as a {}", p.program.via.as_str())),
+        (role, None) => Some(format!("built-in {}", role.as_str())),
+    }
 }
 
 #[derive(Serialize)]
@@ -118,6 +164,10 @@ pub fn build(a: &Assessment) -> ScanReport {
                             cmdline: p.display_cmd().into_owned(),
                             rss_bytes: p.rss_bytes,
                             swap_bytes: p.swap_bytes(),
+                            program: program_name(p),
+                            via: p.program.via.as_str(),
+                            role_rule: role_rule(a, m),
+                            evidence: evidence(p),
                         }
                     })
                     .collect(),

@@ -68,6 +68,75 @@ impl FdTarget {
     pub fn is_terminal(&self) -> bool {
         self.0.starts_with("/dev/pts/") || self.0.starts_with("/dev/tty")
     }
+
+    pub fn kind(&self) -> FdKind {
+        let t = self.0.as_str();
+        if t.starts_with("pipe:[") {
+            FdKind::Pipe
+        } else if t.starts_with("socket:[") {
+            FdKind::Socket
+        } else if t == "/dev/null" {
+            FdKind::Null
+        } else if self.is_terminal() {
+            FdKind::Tty
+        } else if t.starts_with('/') {
+            FdKind::File
+        } else {
+            FdKind::Other
+        }
+    }
+}
+
+/// What one of fds 0–1 is, as stdio evidence: an MCP stdio server talks to
+/// its host over a pipe or a socket; `/dev/null`, a terminal or a file means
+/// it was started (or redirected) on purpose to run on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FdKind {
+    Pipe,
+    Socket,
+    Null,
+    Tty,
+    File,
+    /// `anon_inode:…` and the like.
+    Other,
+    /// Not readable (another user's process, or non-dumpable).
+    Unknown,
+}
+
+impl FdKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FdKind::Pipe => "pipe",
+            FdKind::Socket => "socket",
+            FdKind::Null => "/dev/null",
+            FdKind::Tty => "terminal",
+            FdKind::File => "file",
+            FdKind::Other => "other",
+            FdKind::Unknown => "unreadable",
+        }
+    }
+
+    /// A link to another process: what a host gives its stdio servers.
+    pub fn is_link(self) -> bool {
+        matches!(self, FdKind::Pipe | FdKind::Socket)
+    }
+}
+
+/// The systemd unit a process runs in, from `/proc/PID/cgroup`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unit {
+    /// The innermost `*.service` or `*.scope` of its cgroup path.
+    pub name: String,
+    /// Whether it is the unit's main process: the oldest process of its
+    /// cgroup (`None`: the cgroup's member list could not be read).
+    pub main: Option<bool>,
+}
+
+impl Unit {
+    pub fn is_service(&self) -> bool {
+        self.name.ends_with(".service")
+    }
 }
 
 /// Second-tier facts, read only where a decision needs them.
@@ -81,6 +150,14 @@ pub struct Details {
     pub pidns: Option<u64>,
     pub exe: Option<String>,
     pub fds: [Option<FdTarget>; 3],
+    /// Its systemd unit, when its cgroup path names one.
+    pub unit: Option<Unit>,
+}
+
+impl Details {
+    pub fn fd_kind(&self, fd: usize) -> FdKind {
+        self.fds.get(fd).and_then(Option::as_ref).map_or(FdKind::Unknown, FdTarget::kind)
+    }
 }
 
 /// One process as first read.
@@ -237,6 +314,8 @@ pub enum Reuse {
 pub struct ProcFs {
     root: PathBuf,
     page_size: u64,
+    /// (mount root, mount point) of the cgroup hierarchies that name units.
+    cgroup_mounts: std::sync::OnceLock<Vec<(bool, String, String)>>,
 }
 
 impl Default for ProcFs {
@@ -262,7 +341,11 @@ fn classify(e: rustix::io::Errno) -> ReadFail {
 
 impl ProcFs {
     pub fn new(root: impl Into<PathBuf>) -> ProcFs {
-        ProcFs { root: root.into(), page_size: rustix::param::page_size() as u64 }
+        ProcFs {
+            root: root.into(),
+            page_size: rustix::param::page_size() as u64,
+            cgroup_mounts: std::sync::OnceLock::new(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -482,7 +565,47 @@ impl ProcFs {
         for (i, slot) in d.fds.iter_mut().enumerate() {
             *slot = readlink_at(&dir, ["fd/0", "fd/1", "fd/2"][i]).map(FdTarget);
         }
+        if read_at(&dir, "cgroup", &mut buf).is_ok()
+            && let Some((v2, path, name)) = parse::cgroup_unit(&String::from_utf8_lossy(&buf))
+        {
+            let main = self.cgroup_oldest(v2, &path, id);
+            d.unit = Some(Unit { name, main });
+        }
         Some(d)
+    }
+
+    /// Whether `id` is the oldest process of the cgroup at `path` (as
+    /// `/proc/PID/cgroup` names it), i.e. the unit's main process: a service
+    /// manager starts the main process first; processes a crashed host left
+    /// in a service's cgroup are younger than the service's own process.
+    fn cgroup_oldest(&self, v2: bool, path: &str, id: Identity) -> Option<bool> {
+        let dir = self.cgroup_dir(v2, path)?;
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+        let mut buf = Vec::with_capacity(512);
+        for pid in procs.split_whitespace().filter_map(Pid::parse).filter(|&p| p != id.pid) {
+            let Some(dirfd) = self.open_pid_dir(pid) else { continue };
+            if read_at(&dirfd, "stat", &mut buf).is_err() {
+                continue;
+            }
+            if parse::parse_stat(&buf).is_ok_and(|st| st.start_time < id.start_time.0) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    /// The directory of a cgroup path, from this `/proc`'s view of its own
+    /// mounts (the unified hierarchy, else systemd's v1 `name=systemd` one).
+    fn cgroup_dir(&self, v2: bool, path: &str) -> Option<PathBuf> {
+        let mounts = self.cgroup_mounts.get_or_init(|| {
+            let text = std::fs::read_to_string(self.root.join("self/mountinfo")).unwrap_or_default();
+            parse::cgroup_mounts(&text)
+        });
+        mounts.iter().filter(|m| m.0 == v2).find_map(|(_, root, point)| {
+            let rest = if root == "/" { Some(path) } else { path.strip_prefix(root.as_str()) }?;
+            let dir = PathBuf::from(format!("{point}/{}", rest.trim_start_matches('/')));
+            dir.is_dir().then_some(dir)
+        })
     }
 
     /// Fills in [`Details`] for the given pids (those not loaded yet).

@@ -170,6 +170,48 @@ pub fn join_cmdline(buf: &[u8]) -> String {
     join_argv(buf, &mut Vec::new())
 }
 
+/// The cgroup path and the systemd unit it names, from `/proc/PID/cgroup`:
+/// the unified (`0::`) line, else systemd's v1 `name=systemd` line. The unit
+/// is the innermost `*.service` or `*.scope` component.
+pub fn cgroup_unit(text: &str) -> Option<(bool, String, String)> {
+    let line = |want: &dyn Fn(&str) -> bool| {
+        text.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+            want(ctrl).then(|| path.to_string())
+        })
+    };
+    let unit_of =
+        |path: &str| path.rsplit('/').find(|c| c.ends_with(".service") || c.ends_with(".scope")).map(str::to_string);
+    // A hybrid system can have the unified line at "/" while the v1
+    // hierarchy holds the units: take the first path that names one.
+    [(true, line(&|c: &str| c.is_empty())), (false, line(&|c: &str| c == "name=systemd"))]
+        .into_iter()
+        .filter_map(|(v2, p)| Some((v2, p?)))
+        .find_map(|(v2, p)| unit_of(&p).map(|u| (v2, p, u)))
+}
+
+/// (unified, mount root, mount point) of the cgroup2 mounts and the v1
+/// `name=systemd` mounts in a `mountinfo`.
+pub fn cgroup_mounts(mountinfo: &str) -> Vec<(bool, String, String)> {
+    let mut out = Vec::new();
+    for l in mountinfo.lines() {
+        let Some((pre, post)) = l.split_once(" - ") else { continue };
+        let f: Vec<&str> = pre.split(' ').collect();
+        let g: Vec<&str> = post.split(' ').collect();
+        if f.len() < 5 || g.len() < 3 {
+            continue;
+        }
+        let (root, point) = (f[3].to_string(), f[4].to_string());
+        if g[0] == "cgroup2" {
+            out.push((true, root, point));
+        } else if g[0] == "cgroup" && g[2].split(',').any(|o| o == "name=systemd") {
+            out.push((false, root, point));
+        }
+    }
+    out
+}
+
 /// [`join_cmdline`], noting where each argv element lies in the joined text.
 pub fn join_argv(buf: &[u8], spans: &mut Vec<crate::program::Span>) -> String {
     spans.clear();
