@@ -481,4 +481,6 @@ impl Guard {
 }
 
 #[cfg(test)]
+mod corpus;
+#[cfg(test)]
 mod tests;

@@ -11,8 +11,8 @@ use crate::tree::Forest;
 
 const NS: u64 = 4026531836;
 
-struct World {
-    procs: Vec<Process>,
+pub(super) struct World {
+    pub(super) procs: Vec<Process>,
     ctx: Context,
     cfg: Config,
     scope: Option<Pid>,
@@ -25,7 +25,7 @@ fn pid(n: i32) -> Pid {
 }
 
 impl World {
-    fn new() -> World {
+    pub(super) fn new() -> World {
         let cfg = Config::from_str_with_default("test", "[reaper]\ngrace_secs = 0\n").unwrap();
         let mut w = World {
             procs: Vec::new(),
@@ -46,12 +46,12 @@ impl World {
         w
     }
 
-    fn cfg(mut self, toml: &str) -> World {
+    pub(super) fn cfg(mut self, toml: &str) -> World {
         self.cfg = Config::from_str_with_default("test", toml).unwrap();
         self
     }
 
-    fn add(&mut self, p: i32, ppid: i32, cmd: &str) -> &mut Process {
+    pub(super) fn add(&mut self, p: i32, ppid: i32, cmd: &str) -> &mut Process {
         self.procs.push(Process {
             id: Identity { pid: pid(p), start_time: StartTime(p as u64 * 7) },
             ppid: Pid::new(ppid),
@@ -86,7 +86,7 @@ impl World {
         self.procs.last_mut().unwrap()
     }
 
-    fn judge(&self) -> (Snapshot, Vec<Judgement>) {
+    pub(super) fn judge(&self) -> (Snapshot, Vec<Judgement>) {
         let snap = Snapshot::from_processes(self.procs.clone(), self.ctx.clone());
         let forest = Forest::build(&snap, &self.cfg.matcher, self.scope);
         let shapes = forest.server_trees(&snap);
@@ -105,7 +105,7 @@ impl World {
     }
 }
 
-fn tty(p: &mut Process, path: &str) {
+pub(super) fn tty(p: &mut Process, path: &str) {
     let d = p.details.as_mut().unwrap();
     d.fds = [Some(FdTarget(path.into())), Some(FdTarget(path.into())), Some(FdTarget(path.into()))];
 }
@@ -358,7 +358,7 @@ fn a_non_root_reaper_only_targets_its_own_uid() {
 }
 
 /// A server with its stdio on /dev/null, a terminal or a file.
-fn stdio(p: &mut Process, fd0: &str, fd1: &str) {
+pub(super) fn stdio(p: &mut Process, fd0: &str, fd1: &str) {
     let d = p.details.as_mut().unwrap();
     d.fds[0] = Some(FdTarget(fd0.into()));
     d.fds[1] = Some(FdTarget(fd1.into()));
@@ -429,7 +429,6 @@ fn uninspectable_members_are_not_touched() {
     w.add(300, 1, "mcp-remote x").details = None;
     let (v, _, _, reason) = w.one();
     assert_eq!(v, Verdict::Protected, "{reason}");
-    let pipe = Some(FdTarget("pipe:[1]".into()));
     w.procs.last_mut().unwrap().details =
         Some(Box::new(Details { pidns: Some(NS), uid: Some(Uid(1000)), nspid_depth: Some(1), ..Details::default() }));
     let (v, _, _, reason) = w.one();
