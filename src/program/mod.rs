@@ -74,7 +74,8 @@ pub struct Program {
     /// Where the program's own arguments start.
     args: u32,
     pub via: Via,
-    /// `docker|podman run -i`: the container's stdin is the client's.
+    /// `docker|podman run -i` without `-t`: the container's stdin is the
+    /// client's pipe.
     stdin_open: bool,
 }
 
@@ -301,9 +302,7 @@ fn npm_like_as(text: &str, words: &[Span], i: usize, tool: &str, _depth: u8) -> 
     let k = skip_opts(text, words, i + 1, launch::NPM_OPTS)?;
     let sub = at(text, words, k);
     match (tool, sub) {
-        ("npm", "exec" | "x") | ("pnpm", "dlx" | "exec") | ("yarn", "dlx" | "exec") => {
-            package(text, words, k + 1, launch::NPM_OPTS)
-        }
+        ("npm", "exec" | "x") | ("pnpm" | "yarn", "dlx" | "exec") => package(text, words, k + 1, launch::NPM_OPTS),
         (_, "run" | "run-script" | "rum" | "urn") => {
             let s = skip_opts(text, words, k + 1, launch::NPM_OPTS)?;
             Some(make(text, words, s, words[s], Via::Runner))
@@ -372,7 +371,10 @@ fn image(text: &str, words: &[Span], i: usize) -> Option<Program> {
         return None;
     }
     k += 1;
-    let mut stdin_open = false;
+    // `-i` attaches the client's stdin; `-t` too means a terminal on it, a
+    // person's session: docker refuses `-t` when stdin is a pipe ("the input
+    // device is not a TTY"), so a host's stdio server never has it.
+    let (mut interactive, mut tty) = (false, false);
     while k < words.len() {
         let w = at(text, words, k);
         if w == "--" {
@@ -384,7 +386,10 @@ fn image(text: &str, words: &[Span], i: usize) -> Option<Program> {
         }
         if w.starts_with("--") {
             if w == "--interactive" || w == "--interactive=true" {
-                stdin_open = true;
+                interactive = true;
+            }
+            if w == "--tty" || w == "--tty=true" {
+                tty = true;
             }
             if !w.contains('=') && launch::RUN_OPTS.contains(&w) {
                 k += 1;
@@ -392,8 +397,10 @@ fn image(text: &str, words: &[Span], i: usize) -> Option<Program> {
         } else {
             // Grouped short flags: `-it`, `-ie VAR`.
             for (n, c) in w.chars().skip(1).enumerate() {
-                if c == 'i' {
-                    stdin_open = true;
+                match c {
+                    'i' => interactive = true,
+                    't' => tty = true,
+                    _ => {}
                 }
                 if launch::RUN_SHORT_VALUE.contains(c) {
                     if n + 2 == w.len() {
@@ -407,7 +414,7 @@ fn image(text: &str, words: &[Span], i: usize) -> Option<Program> {
     }
     let img = *words.get(k)?;
     let mut p = make(text, words, k, words::image_name(text, img), Via::Image);
-    p.stdin_open = stdin_open;
+    p.stdin_open = interactive && !tty;
     Some(p)
 }
 
@@ -415,9 +422,8 @@ fn image(text: &str, words: &[Span], i: usize) -> Option<Program> {
 fn run_command(text: &str, words: &[Span], from: usize, opts: &[&str], depth: u8, runner_name: Span) -> Program {
     // `timeout DURATION CMD`, `hatch run env:cmd`, `mise x tool@1 -- cmd`.
     let runner = runner_name.of(text);
-    let mut k = match skip_opts(text, words, from, opts) {
-        Some(k) => k,
-        None => return make(text, words, from.saturating_sub(1), runner_name, Via::Runner),
+    let Some(mut k) = skip_opts(text, words, from, opts) else {
+        return make(text, words, from.saturating_sub(1), runner_name, Via::Runner);
     };
     if runner == "timeout" || matches!(at(text, words, k), "run" | "x" | "exec") && runner != "run" {
         k = skip_opts(text, words, k + 1, opts).unwrap_or(k + 1);

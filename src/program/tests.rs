@@ -108,7 +108,9 @@ fn argv_boundaries_keep_paths_with_spaces_whole() {
 fn interactive_images() {
     for (cmd, open) in [
         ("docker run -i --rm mcp/github", true),
-        ("docker run -it --rm mcp/github", true),
+        ("docker run -it --rm mcp/github", false), // a terminal: a person's session
+        ("docker run -ti ubuntu bash", false),
+        ("podman run -i --tty x/y", false),
         ("docker run --interactive mcp/github", true),
         ("docker run --rm -e X=1 mcp/github", false),
         ("docker -H unix:///x.sock run -i x/y", true),

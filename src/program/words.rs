@@ -107,9 +107,27 @@ fn generic_dir(name: &str) -> bool {
     )
 }
 
+/// Directories in which a package ships copies of other programs.
+fn vendor_dir(name: &str) -> bool {
+    matches!(name, "bundled" | "vendor" | "vendored" | "third_party")
+}
+
+/// The name of the entry file that ends `comps`: the file, or for a generic
+/// one the first directory above it that is not generic.
+fn entry_name(text: &str, comps: &[Span]) -> Option<Span> {
+    let (&last, above) = comps.split_last()?;
+    if !generic_file(last.of(text)) {
+        return Some(last);
+    }
+    above.iter().rev().find(|c| !generic_dir(c.of(text))).copied()
+}
+
 /// The program a script path names:
 /// - inside `node_modules/`, the package (`@scope/name` or `name`), or the
-///   shim's name in `node_modules/.bin/NAME`;
+///   shim's name in `node_modules/.bin/NAME`; but a copy of another program
+///   that the package ships in a `bundled/`, `vendor/` or `third_party/`
+///   directory is that program (Gemini CLI's
+///   `@google/gemini-cli/bundle/bundled/chrome-devtools-mcp.mjs`);
 /// - a generic entry file (`dist/index.js`, `server.py`) → the first directory
 ///   above it that is not generic (`/home/u/weather/build/index.js` → `weather`);
 /// - otherwise the file's name, extension kept (`weather-mcp.ts`).
@@ -126,23 +144,21 @@ pub fn script_name(text: &str, w: Span) -> Span {
             if let Some(&bin) = comps.get(nm + 2) {
                 return bin;
             }
-        } else if f.starts_with('@') {
-            if let Some(&name) = comps.get(nm + 2) {
-                return Span { start: first.start, end: name.end };
-            }
         } else {
-            return first;
+            let (package, inner) = if f.starts_with('@') {
+                match comps.get(nm + 2) {
+                    Some(&name) => (Span { start: first.start, end: name.end }, &comps[nm + 3..]),
+                    None => (first, &comps[nm + 2..]),
+                }
+            } else {
+                (first, &comps[nm + 2..])
+            };
+            let vendored = inner.iter().rposition(|c| vendor_dir(c.of(text)));
+            return vendored.and_then(|v| entry_name(text, &inner[v + 1..])).unwrap_or(package);
         }
     }
     let last = *comps.last().unwrap_or(&w);
-    if generic_file(last.of(text)) {
-        for &c in comps.iter().rev().skip(1) {
-            if !generic_dir(c.of(text)) {
-                return c;
-            }
-        }
-    }
-    last
+    entry_name(text, &comps).unwrap_or(last)
 }
 
 /// A versioned install (`~/.local/share/claude/versions/2.1.197`) names the
@@ -208,6 +224,13 @@ mod tests {
             "@modelcontextprotocol/server-github"
         );
         assert_eq!(t("/home/u/weather/build/index.js"), "weather");
+        assert_eq!(
+            t("/x/node_modules/@google/gemini-cli/bundle/bundled/chrome-devtools-mcp.mjs"),
+            "chrome-devtools-mcp.mjs"
+        );
+        assert_eq!(t("/x/node_modules/pkg/vendor/other-tool/dist/index.js"), "other-tool");
+        assert_eq!(t("/x/node_modules/pkg/vendor/index.js"), "pkg");
+        assert_eq!(t("/x/node_modules/@scope/pkg/dist/cli.js"), "@scope/pkg");
         assert_eq!(t("/home/u/src/weather-mcp.ts"), "weather-mcp.ts");
         assert_eq!(t("weather.py"), "weather.py");
         assert_eq!(t("index.js"), "index.js");
