@@ -148,6 +148,10 @@ impl Forest {
             if self.role(p) == Role::Launcher && !self.passes_through(snap, p) {
                 break;
             }
+            // PID 1 adopts orphans, whatever it runs (a container's `sh -c`).
+            if snap.procs[p].pid() == Pid::INIT {
+                break;
+            }
             r = p;
             steps += 1;
         }

@@ -27,7 +27,10 @@ fn adopter(w: &mut World, mode: Mode) -> i32 {
 
 /// (name, processes as (pid, parent or 0 for the adopter, argv)) of orphaned
 /// server trees; the first process is the root that must be reaped.
-const ORPHANS: &[(&str, &[(i32, i32, &str)])] = &[
+/// (pid, parent pid or 0 for the adopter, argv joined)
+type Proc = (i32, i32, &'static str);
+
+const ORPHANS: &[(&str, &[Proc])] = &[
     (
         "npx chain (L1), an argument ending in `code`",
         &[
@@ -129,8 +132,10 @@ const ORPHANS: &[(&str, &[(i32, i32, &str)])] = &[
 
 /// Bystanders: adopted on purpose or by design; none may be reaped. The
 /// first process is adopted; each with the stdio such a program has.
-#[allow(clippy::type_complexity)]
-const BYSTANDERS: &[(&str, &[(i32, i32, &str, &str)])] = &[
+/// [`Proc`] with what fds 0 and 1 point to.
+type ProcFd = (i32, i32, &'static str, &'static str);
+
+const BYSTANDERS: &[(&str, &[ProcFd])] = &[
     (
         "tmux server named like a server, a server running in a pane",
         &[
@@ -192,7 +197,7 @@ const BYSTANDERS: &[(&str, &[(i32, i32, &str, &str)])] = &[
     ("mcp-reaper itself", &[(100, 0, "/usr/bin/mcp-reaperd --user", "/dev/null")]),
 ];
 
-fn build(w: &mut World, mode: Mode, procs: &[(i32, i32, &str, &str)]) {
+fn build(w: &mut World, mode: Mode, procs: &[ProcFd]) {
     let top = adopter(w, mode);
     for &(p, parent, cmd, fd) in procs {
         let proc_ = w.add(p, if parent == 0 { top } else { parent }, cmd);

@@ -424,6 +424,16 @@ fn a_launcher_with_other_children_owns_the_tree() {
 }
 
 #[test]
+fn pid_1_is_the_adopter_even_when_it_looks_like_a_launcher() {
+    let mut w = World::new();
+    w.procs[0].cmdline = "/bin/sh -c while sleep 1000; do :; done".into();
+    w.procs[0].program = crate::program::Program::of_joined(&w.procs[0].cmdline);
+    w.add(300, 1, "node /x/node_modules/.bin/mcp-server-memory");
+    let (v, root, _, reason) = w.one();
+    assert_eq!((v, root), (Verdict::Orphan, 300), "{reason}");
+}
+
+#[test]
 fn uninspectable_members_are_not_touched() {
     let mut w = World::new();
     w.add(300, 1, "mcp-remote x").details = None;

@@ -181,6 +181,8 @@ pub fn cgroup_unit(text: &str) -> Option<(bool, String, String)> {
             want(ctrl).then(|| path.to_string())
         })
     };
+    // systemd's unit suffixes are lowercase, always: not file extensions.
+    #[allow(clippy::case_sensitive_file_extension_comparisons)]
     let unit_of =
         |path: &str| path.rsplit('/').find(|c| c.ends_with(".service") || c.ends_with(".scope")).map(str::to_string);
     // A hybrid system can have the unified line at "/" while the v1
