@@ -213,7 +213,7 @@ const ROWS: &[Row] = &[
     // run weather.py` (the official Python quickstart): uv stays the parent.
     r(&["uv", "run", "--with", "mcp", "mcp_server.py"], "mcp_server.py", Server),
     r(&["/home/u/src/app/.venv/bin/python", "mcp_server.py"], "mcp_server.py", Server),
-    r(&["uv", "run", "--with", "mcp", "server.py"], "server.py", Launcher),
+    r(&["uv", "run", "--with", "mcp", "server.py"], "server.py", Server), // brings in the MCP SDK: a server (hosts.md §5.3)
     // Not fixable by names: `python server.py`.
     r(&["/home/u/.cache/uv/builds-v0/.tmpX1/bin/python", "server.py"], "server.py", Other),
     r(&["uv", "--directory", "/home/u/src/weather", "run", "weather.py"], "weather.py", Launcher),
@@ -380,8 +380,12 @@ const ROWS: &[Row] = &[
     r(&["node", "/home/u/src/weather-mcp.ts"], "weather-mcp.ts", Server),
     r(&["node", "/home/u/src/tools/notes-mcp.cjs"], "notes-mcp.cjs", Server),
     // Goose InlinePython: `uvx --with mcp python /tmp/.tmpX/foo.py` (after
-    // uvx's exec) → the script, not fixable by names.
-    r(&["/home/u/.local/bin/uv", "tool", "uvx", "--with", "mcp", "python", "/tmp/.tmpAbC/foo.py"], "python", Launcher),
+    // uvx's exec): the uvx that brings in the MCP SDK is the server (a
+    // cmdline: pattern); its python child is in its tree.
+    r(&["/home/u/.local/bin/uv", "tool", "uvx", "--with", "mcp", "python", "/tmp/.tmpAbC/foo.py"], "python", Server),
+    r(&["uvx", "--with", "requests", "python", "/tmp/x.py"], "python", Launcher),
+    // supergateway as a host's stdio bridge to a remote SSE server.
+    r(&["node", "/home/u/.npm/_npx/4d4d/node_modules/.bin/supergateway", "--sse", "https://example.invalid/sse"], "supergateway", Server),
     r(&["/home/u/.cache/uv/archive-v0/Gz01/bin/python", "/tmp/.tmpAbC/foo.py"], "foo.py", Other),
     // oh-my-codex (§3): `…/dist/mcp/*-server.js` inside a package with no
     // server name: not fixable by names.

@@ -280,7 +280,8 @@ impl Matcher {
     /// patterns see programs, so a host's name cannot swallow a server's.
     /// Launchers are, besides their patterns, every process whose program was
     /// reached through a package runner, a container engine, a runner or a
-    /// shell. `docker|podman run -i` is a server: the container is.
+    /// shell. `docker|podman run -i` without `-t` is a server: the container
+    /// is (with `-t` it is a person's terminal session).
     ///
     /// Command lines are matched on their first [`ROLE_TEXT`] bytes only: any
     /// user can start a process with a huge argv, and a large counted
