@@ -2,8 +2,8 @@
 //! A missing, unreadable or corrupt file means "start empty" — which can only
 //! make the reaper wait longer, never reap early.
 
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use crate::policy::GraceBook;
@@ -86,26 +86,12 @@ fn unreadable(path: &Path, e: &io::Error) -> String {
     }
 }
 
-/// Writes the state through a temporary file and a rename, so a crash leaves
-/// either the old or the new file, never half of one.
+/// Writes the state atomically ([`crate::atomic`]): a crash leaves either the
+/// old or the new file, never half of one.
 pub fn save(path: &Path, book: &GraceBook) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-        f.write_all(book.to_json().as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic::write(path, book.to_json().as_bytes(), 0o600)
 }
 
 #[cfg(test)]

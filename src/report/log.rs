@@ -9,7 +9,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use tracing::Subscriber;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::writer::MakeWriterExt as _;
 use tracing_subscriber::prelude::*;
@@ -30,7 +30,8 @@ pub enum LogTarget {
 
 /// Installs the global subscriber. Returns where logs actually go.
 pub fn init(level: &str, target: LogTarget, ident: &str) -> &'static str {
-    let filter = EnvFilter::from_str(&format!("{level},mcp_reaper={level}")).unwrap_or_else(|_| EnvFilter::new("info"));
+    // One level for everything: all an env-filter's directives were used for.
+    let filter = LevelFilter::from_str(level).unwrap_or(LevelFilter::INFO);
     let want_journal = match target {
         LogTarget::Journald => true,
         LogTarget::Stderr => false,

@@ -45,19 +45,10 @@ pub fn render(s: &Status) -> String {
     o
 }
 
-/// Writes the textfile atomically (temp file in the same directory + rename),
-/// as the textfile collector requires.
+/// Writes the textfile atomically ([`crate::atomic`]), as the textfile
+/// collector requires; readable by the collector's user.
 pub fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("metrics"),
-        std::process::id()
-    ));
-    // A failed write (a full disk) must not leave the temporary file behind.
-    std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    crate::atomic::write(path, text.as_bytes(), 0o644)
 }
 
 #[cfg(test)]
