@@ -36,6 +36,7 @@ pub mod cycle;
 pub mod daemon;
 pub mod exit;
 pub mod ids;
+pub mod names;
 pub mod paths;
 pub mod policy;
 pub mod program;

@@ -4,7 +4,7 @@
 //!
 //! The one way a command line reaches a human is
 //! [`Process::display_cmd`](crate::scan::Process::display_cmd), which runs it
-//! through [`current`]; everything shown (`policy::short_cmd`, reasons, the
+//! through [`current`]; everything shown (`names::short_cmd`, reasons, the
 //! scan report, outcomes, the daemon's status) is built from it.
 //!
 //! The patterns come from `[redact]` in the config. Each capturing group that

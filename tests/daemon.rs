@@ -339,6 +339,8 @@ fn unprivileged_client_sees_only_its_own_trees_and_may_not_act() {
         let err = text(&out.stderr);
         assert!(!out.status.success(), "{cmd:?} as uid 65534 must fail: {}", text(&out.stdout));
         assert!(err.contains("permission denied"), "{cmd:?}: {err}");
+        // From the reply's `kind`, not its words.
+        assert_eq!(out.status.code(), Some(77), "{cmd:?}: {err}");
     }
     assert!(d.log_text().contains("refused"), "{}", d.log_text());
     sb.assert_alive(&sb.all_pids());
@@ -390,6 +392,46 @@ fn garbage_and_oversized_requests_get_an_error_and_the_daemon_stays_up() {
 
     assert!(d.running(), "{}", d.log_text());
     assert_eq!(d.status()["grace_secs"], 60);
+}
+
+/// Sends one raw request body and reads the reply.
+fn raw_request(socket: &Path, body: &[u8]) -> Value {
+    let mut c = UnixStream::connect(socket).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let len = u32::try_from(body.len()).unwrap();
+    c.write_all(&len.to_be_bytes()).unwrap();
+    c.write_all(body).unwrap();
+    read_reply(&mut c).expect("a reply")
+}
+
+/// Every failed reply names its `kind`, the one thing clients act on; a
+/// successful one has none. reaperctl's exit status follows the kind.
+#[test]
+fn error_replies_carry_a_typed_kind() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+
+    let r = raw_request(&d.socket, b"{{{{{");
+    assert_eq!((&r["ok"], &r["kind"]), (&Value::Bool(false), &Value::from("bad-request")), "{r}");
+    let r = raw_request(&d.socket, br#"{"v":2,"cmd":"status"}"#);
+    assert_eq!(r["kind"], "bad-request", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("unsupported protocol version 2"), "{r}");
+    let r = raw_request(&d.socket, br#"{"v":1,"cmd":"status"}"#);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(r.get("kind").is_none() && r.get("error").is_none(), "{r}");
+    // The verdicts on the wire are the words of the JSON everywhere.
+    assert!(r["status"]["by_verdict"].as_object().unwrap().contains_key("orphan"), "{r}");
+
+    // A reload that finds errors: kind `config`, the findings in `reload`.
+    std::fs::write(&cfg, "[reaper]\ngrace_secs = 5\nmin_uid = 0\nbogus = 1\n").unwrap();
+    let r = raw_request(&d.socket, br#"{"v":1,"cmd":"reload"}"#);
+    assert_eq!((&r["ok"], &r["kind"]), (&Value::Bool(false), &Value::from("config")), "{r}");
+    assert_eq!(r["reload"]["ok"], false, "{r}");
+    assert_eq!(d.ctl(&["reload"]).status.code(), Some(78));
+
+    assert!(d.running(), "{}", d.log_text());
+    assert_eq!(d.status()["grace_secs"], 60, "the previous config is kept");
 }
 
 #[test]

@@ -762,6 +762,7 @@ fn status_answers_while_one_process_of_the_same_user_holds_hundreds_of_connectio
     let mut reply = Vec::new();
     let _ = last.read_to_end(&mut reply);
     assert!(String::from_utf8_lossy(&reply).contains("busy"), "{:?}", String::from_utf8_lossy(&reply));
+    assert!(String::from_utf8_lossy(&reply).contains(r#""kind":"busy""#), "{:?}", String::from_utf8_lossy(&reply));
     drop(flood);
     assert!(d.running());
 }

@@ -293,6 +293,7 @@ fn missing_proc_root_is_an_error() {
     let dir = TempDir::new("fixture-missing");
     let cfg = dir.config(0, "");
     let out = reaperctl(["scan", "--proc-root", "/nonexistent/proc", "--config", cfg.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(70));
+    // EX_OSFILE: a system file (/proc) cannot be read; `mcp-reaperd --once` says the same.
+    assert_eq!(out.status.code(), Some(72));
     assert!(String::from_utf8_lossy(&out.stderr).contains("reading /nonexistent/proc"));
 }

@@ -16,8 +16,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Sandbox, Spec, alive, example_path, find_tool, is_root, monotonic_ns, pgid_of, pgid_sid_of, ppid_of, reaperd, s,
-    skip, stat_of, text, wait_until, world_executable,
+    Sandbox, Spec, alive, example_path, find_tool, is_root, monotonic_ns, pgid_of, pgid_sid_of, ppid_of, reaperctl,
+    reaperd, s, skip, stat_of, text, wait_until, world_executable,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -654,5 +654,39 @@ fn nonexistent_scope_exits_64() {
     assert_eq!(out.status.code(), Some(64), "{err}");
     assert!(err.contains("scope process 999999999 does not exist"), "{err}");
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    sb.assert_alive(&[npm, node]);
+}
+
+/// A scan that cannot list /proc is the same failure, with the same status,
+/// from both binaries: 72 (EX_OSFILE, a system file cannot be read).
+#[test]
+fn unreadable_proc_exits_72_from_both_binaries() {
+    let sb = Sandbox::new(vec![playwright_under_claude()]);
+    let (npm, node) = (sb.pid_of("npm exec"), sb.pid_of("node "));
+    let cfg = sb.dir().config(0, "");
+    let state = sb.dir().path().join("state.json");
+    let (scope, cfg, state) = (s(sb.scope_pid()), cfg.to_str().unwrap(), state.to_str().unwrap());
+    let proc_root = "/nonexistent/proc";
+    let once = reaperd([
+        "--once",
+        "--dry-run",
+        "--log-target",
+        "stderr",
+        "--scope",
+        &scope,
+        "--config",
+        cfg,
+        "--state-file",
+        state,
+        "--proc-root",
+        proc_root,
+    ]);
+    let scan = reaperctl(["scan", "--scope", &scope, "--config", cfg, "--proc-root", proc_root]);
+    for (what, out) in [("mcp-reaperd --once", &once), ("reaperctl scan", &scan)] {
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(72), "{what}: {err}");
+        assert!(err.contains("reading /nonexistent/proc"), "{what}: {err}");
+        assert!(out.stdout.is_empty(), "{what}: {}", text(&out.stdout));
+    }
     sb.assert_alive(&[npm, node]);
 }

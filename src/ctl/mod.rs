@@ -24,7 +24,9 @@ use crate::scan::ProcFs;
     long_about = "Inspect and control mcp-reaper.\n\n\
         `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
         `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket.",
-    after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running, 70 internal error, \
+    after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running (or is stopping), \
+        70 internal error, 72 /proc cannot be read, 75 the daemon is busy (try again), \
+        76 the daemon did not understand the request, \
         77 permission denied, 78 configuration error (or `validate` found problems).\n\n\
         See mcp-reaperd(8) and mcp-reaper.toml(5)."
 )]
@@ -160,11 +162,7 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!("reaperctl: {e}");
-            return ExitCode::from(if matches!(e, cycle::AssessError::ScopeNotFound(_)) {
-                exit::USAGE
-            } else {
-                exit::SOFTWARE
-            });
+            return ExitCode::from(exit::assess(&e));
         }
     };
     if args.json {
@@ -201,15 +199,8 @@ fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<p
     match proto::call(&mut stream, &proto::Request { v: proto::VERSION, cmd }) {
         Ok(r) if r.ok || r.reload.is_some() => Ok(r),
         Ok(r) => {
-            let msg = r.error.unwrap_or_else(|| "request failed".into());
-            eprintln!("reaperctl: {msg}");
-            Err(ExitCode::from(if r.reload.is_some() {
-                exit::CONFIG
-            } else if msg.starts_with("busy") {
-                exit::TEMPFAIL
-            } else {
-                exit::NOPERM
-            }))
+            eprintln!("reaperctl: {}", r.error.as_deref().unwrap_or("request failed"));
+            Err(ExitCode::from(r.kind.unwrap_or(proto::ErrorKind::Unknown).exit_code()))
         }
         Err(e) => {
             eprintln!("reaperctl: talking to the daemon at {}: {e}", path.display());
@@ -232,66 +223,9 @@ fn status(cli: &Cli, json: bool) -> ExitCode {
     if json {
         println!("{}", serde_json::to_string_pretty(&s).expect("status serializes"));
     } else {
-        print!("{}", render_status(&s));
+        print!("{}", report::status_text::render(&s));
     }
     ExitCode::from(exit::OK)
-}
-
-/// The human view of `reaperctl status`.
-pub fn render_status(s: &proto::Status) -> String {
-    use std::fmt::Write;
-    let mut o = String::new();
-    let _ = writeln!(o, "mcp-reaperd {} (pid {}), up {}", s.version, s.pid, report::age(s.uptime_secs));
-    let _ = writeln!(o, "mode:     {}", s.mode);
-    let _ = writeln!(o, "config:   {}", s.config_sources.join(", "));
-    if let Some(r) = &s.last_reload {
-        let what = if r.ok { "ok" } else { "FAILED, previous config kept" };
-        let _ = writeln!(
-            o,
-            "reload:   {what}{}",
-            if r.messages.is_empty() { String::new() } else { format!(": {}", r.messages.join("; ")) }
-        );
-    }
-    let _ = writeln!(o, "events:   {} (full scan every {}s, grace {}s)", s.event_mode, s.interval_secs, s.grace_secs);
-    let _ = writeln!(
-        o,
-        "scans:    {} (last {:.1} ms over {} processes)",
-        s.scans.count, s.scans.last_duration_ms, s.scans.last_processes
-    );
-    let counts: Vec<String> = s.by_verdict.iter().filter(|(_, n)| **n > 0).map(|(v, n)| format!("{n} {v}")).collect();
-    let _ = writeln!(o, "trees:    {}", if counts.is_empty() { "none".into() } else { counts.join(", ") });
-    for t in &s.trees {
-        let left = t.grace_left_secs.map(|l| format!(" ({:.0}s left)", l.ceil())).unwrap_or_default();
-        let _ = writeln!(
-            o,
-            "  {:<9} {:>7} {:>8}  {}{left}\n            {}",
-            t.verdict,
-            t.root,
-            report::bytes(t.memory_bytes),
-            t.root_cmd,
-            t.reason
-        );
-    }
-    let t = &s.totals;
-    let _ = writeln!(
-        o,
-        "reaped:   {} tree(s), {} process(es), {} reclaimed, {} escalation(s), {} failure(s)",
-        t.trees_reaped,
-        t.processes_reaped,
-        report::bytes(t.reclaimed_bytes),
-        t.escalations,
-        t.failures
-    );
-    if !s.recent.is_empty() {
-        let _ = writeln!(o, "recent:");
-        for e in s.recent.iter().take(10) {
-            let _ = writeln!(o, "  {}", e.line);
-        }
-    }
-    if let Some(uid) = s.filtered_for_uid {
-        let _ = writeln!(o, "(showing only trees of uid {uid})");
-    }
-    o
 }
 
 fn reload(cli: &Cli) -> ExitCode {

@@ -1,12 +1,12 @@
 //! The control-socket protocol: frames of a 4-byte big-endian length and a
-//! JSON body; every request and reply carries the protocol version `v`.
+//! JSON body; every request and reply carries the protocol version `v`. What
+//! replies carry (status, outcomes) is plain data from `report::status`.
 
-use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Mode;
+pub use crate::report::status::{ReapEvent, ReapResult, ReloadResult, ScanStats, Status, Totals, TreeStatus};
 
 pub const VERSION: u32 = 1;
 /// Requests are tiny; anything larger is hostile.
@@ -36,6 +36,10 @@ pub enum Command {
 pub struct Reply {
     pub v: u32,
     pub ok: bool,
+    /// What kind of failure `error` describes: clients act on this, never
+    /// on the message's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,99 +52,46 @@ pub struct Reply {
     pub metrics: Option<String>,
 }
 
+/// Why a request failed, on the wire as `"kind": "busy"` and so on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    /// Too many clients at once: try again.
+    Busy,
+    /// Only root and the daemon's own user may reload or reap.
+    PermissionDenied,
+    /// Malformed, oversized, incomplete or of another protocol version.
+    BadRequest,
+    /// The daemon is stopping.
+    ShuttingDown,
+    /// The reloaded config has errors; the daemon keeps its previous one.
+    Config,
+    /// A kind this client does not know (a newer daemon).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorKind {
+    /// The exit status of a client whose request failed so.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::Busy => crate::exit::TEMPFAIL,
+            ErrorKind::PermissionDenied => crate::exit::NOPERM,
+            ErrorKind::BadRequest => crate::exit::PROTOCOL,
+            ErrorKind::ShuttingDown => crate::exit::UNAVAILABLE,
+            ErrorKind::Config => crate::exit::CONFIG,
+            ErrorKind::Unknown => crate::exit::SOFTWARE,
+        }
+    }
+}
+
 impl Reply {
-    pub fn error(msg: impl Into<String>) -> Reply {
-        Reply { v: VERSION, ok: false, error: Some(msg.into()), ..Reply::default() }
+    pub fn error(kind: ErrorKind, msg: impl Into<String>) -> Reply {
+        Reply { v: VERSION, ok: false, kind: Some(kind), error: Some(msg.into()), ..Reply::default() }
     }
     pub fn ok() -> Reply {
         Reply { v: VERSION, ok: true, ..Reply::default() }
     }
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ReloadResult {
-    pub at_unix: u64,
-    pub ok: bool,
-    /// What changed, or every error found.
-    pub messages: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ReapResult {
-    pub dry_run: bool,
-    pub events: Vec<ReapEvent>,
-}
-
-/// One tree acted on, as remembered by the daemon.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ReapEvent {
-    pub at_unix: u64,
-    pub dry_run: bool,
-    pub verdict: String,
-    pub root: i32,
-    pub root_cmd: String,
-    pub reason: String,
-    /// Owner of the tree's root, for per-user filtering.
-    pub uid: Option<u32>,
-    pub members: usize,
-    pub signals: Vec<String>,
-    pub escalated: bool,
-    pub unkillable: usize,
-    pub errors: Vec<String>,
-    pub took_ms: u64,
-    pub reclaimed_bytes: u64,
-    pub line: String,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct TreeStatus {
-    pub verdict: String,
-    pub reap: bool,
-    pub root: i32,
-    pub root_cmd: String,
-    pub reason: String,
-    pub members: usize,
-    pub memory_bytes: u64,
-    pub grace_left_secs: Option<f64>,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Totals {
-    pub trees_reaped: u64,
-    pub processes_reaped: u64,
-    pub reclaimed_bytes: u64,
-    pub escalations: u64,
-    pub failures: u64,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ScanStats {
-    pub count: u64,
-    pub last_duration_ms: f64,
-    pub last_processes: usize,
-    pub last_at_unix: u64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Status {
-    pub version: String,
-    pub pid: u32,
-    pub uptime_secs: f64,
-    pub mode: Mode,
-    pub config_sources: Vec<String>,
-    pub last_reload: Option<ReloadResult>,
-    /// "netlink" (proc connector), "pidfd" (watching hosts), or "polling".
-    pub event_mode: String,
-    pub interval_secs: u64,
-    pub grace_secs: u64,
-    pub scans: ScanStats,
-    pub by_verdict: BTreeMap<String, usize>,
-    /// Trees visible to the asking user (root sees all).
-    pub trees: Vec<TreeStatus>,
-    pub totals: Totals,
-    pub recent: Vec<ReapEvent>,
-    /// True when the list was filtered to the asking user's processes.
-    pub filtered_for_uid: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -205,5 +156,18 @@ mod tests {
         assert_eq!(decode::<Request>(br#"{"v":1,"cmd":"status"}"#).unwrap().cmd, Command::Status);
         assert!(decode::<Request>(br#"{"v":1,"cmd":"rm -rf"}"#).is_err());
         assert!(matches!(frame_len(u32::MAX.to_be_bytes(), MAX_REQUEST), Err(FrameError::TooLarge(_))));
+    }
+
+    #[test]
+    fn error_replies_carry_a_kind() {
+        let r = Reply::error(ErrorKind::PermissionDenied, "permission denied: no");
+        let bytes = encode(&r);
+        assert_eq!(&bytes[4..], br#"{"v":1,"ok":false,"kind":"permission-denied","error":"permission denied: no"}"#);
+        let back: Reply = decode(&bytes[4..]).unwrap();
+        assert_eq!(back.kind, Some(ErrorKind::PermissionDenied));
+        // A kind from a newer daemon is still a reply, of a kind we do not know.
+        let newer: Reply = decode(br#"{"v":1,"ok":false,"kind":"on-fire","error":"x"}"#).unwrap();
+        assert_eq!(newer.kind, Some(ErrorKind::Unknown));
+        assert_eq!(ErrorKind::Busy.exit_code(), crate::exit::TEMPFAIL);
     }
 }

@@ -16,7 +16,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::run::{LoopRequest, Shared};
-use crate::ctl::proto::{self, Command, Reply, Request};
+use crate::ctl::proto::{self, Command, ErrorKind, Reply, Request};
 
 /// Bound on concurrent clients; more get a "busy" reply.
 pub const MAX_CLIENTS: usize = 32;
@@ -178,7 +178,10 @@ pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx:
                     let _ = tokio::time::timeout(Duration::from_millis(100), stream.read(&mut sink)).await;
                     let _ = tokio::time::timeout(
                         Duration::from_millis(200),
-                        stream.write_all(&proto::encode(&Reply::error("busy: too many clients, try again"))),
+                        stream.write_all(&proto::encode(&Reply::error(
+                            ErrorKind::Busy,
+                            "busy: too many clients, try again",
+                        ))),
                     )
                     .await;
                 });
@@ -195,8 +198,10 @@ async fn client(mut stream: UnixStream, shared: Rc<RefCell<Shared>>, loop_tx: mp
     // up to the term timeout and more on a loaded machine).
     let reply = match tokio::time::timeout(CLIENT_TIMEOUT, read_request(&mut stream)).await {
         Ok(Ok(req)) => handle(req, uid, peer.pid.as_raw_nonzero().get(), &shared, &loop_tx).await,
-        Ok(Err(msg)) => Reply::error(msg),
-        Err(_) => Reply::error(format!("no complete request within {}s", CLIENT_TIMEOUT.as_secs())),
+        Ok(Err(msg)) => Reply::error(ErrorKind::BadRequest, msg),
+        Err(_) => {
+            Reply::error(ErrorKind::BadRequest, format!("no complete request within {}s", CLIENT_TIMEOUT.as_secs()))
+        }
     };
     let _ = tokio::time::timeout(CLIENT_TIMEOUT, async {
         let _ = stream.write_all(&proto::encode(&reply)).await;
@@ -237,26 +242,29 @@ async fn handle(
                 "refused {:?} from uid {uid} (pid {pid}): only root and the daemon's user may do that",
                 req.cmd
             );
-            Reply::error("permission denied: only root and the daemon's own user may reload or reap")
+            Reply::error(
+                ErrorKind::PermissionDenied,
+                "permission denied: only root and the daemon's own user may reload or reap",
+            )
         }
         Command::Reload => {
             let (tx, rx) = oneshot::channel();
             if loop_tx.send(LoopRequest::Reload(tx)).await.is_err() {
-                return Reply::error("daemon is shutting down");
+                return Reply::error(ErrorKind::ShuttingDown, "daemon is shutting down");
             }
             match rx.await {
-                Ok(r) => Reply { ok: r.ok, reload: Some(r), ..Reply::ok() },
-                Err(_) => Reply::error("daemon is shutting down"),
+                Ok(r) => Reply { ok: r.ok, kind: (!r.ok).then_some(ErrorKind::Config), reload: Some(r), ..Reply::ok() },
+                Err(_) => Reply::error(ErrorKind::ShuttingDown, "daemon is shutting down"),
             }
         }
         Command::ReapNow { dry_run } => {
             let (tx, rx) = oneshot::channel();
             if loop_tx.send(LoopRequest::ReapNow { dry_run, reply: tx }).await.is_err() {
-                return Reply::error("daemon is shutting down");
+                return Reply::error(ErrorKind::ShuttingDown, "daemon is shutting down");
             }
             match rx.await {
                 Ok(r) => Reply { reap: Some(r), ..Reply::ok() },
-                Err(_) => Reply::error("daemon is shutting down"),
+                Err(_) => Reply::error(ErrorKind::ShuttingDown, "daemon is shutting down"),
             }
         }
     }

@@ -36,7 +36,7 @@ use crate::state;
         the process start time. With --once it runs one cycle and exits (for a systemd timer); in \
         dry-run it decides and logs \"would reap\" but signals nothing.",
     after_long_help = "Exit status: 0 ok (also when a tree could not be killed: that is reported), 64 usage, \
-        70 internal error, 73 cannot write the state file or create the socket's directory, \
+        70 internal error, 72 /proc cannot be read, 73 cannot write the state file or create the socket's directory, \
         75 another instance holds the socket lock, \
         77 permission denied, 78 configuration error.\n\n\
         Files: /etc/mcp-reaper/config.toml and config.d/*.toml, /run/mcp-reaper/control.sock, \
@@ -189,10 +189,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         Ok(x) => x,
         Err(e) => {
             tracing::error!(reaper_action = "error", "{e}");
-            return ExitCode::from(match e {
-                cycle::AssessError::ScopeNotFound(_) => exit::USAGE,
-                cycle::AssessError::Scan(_) => exit::NOPERM,
-            });
+            return ExitCode::from(exit::assess(&e));
         }
     };
     // Saved before acting: a crash mid-termination keeps the grace clock.
@@ -206,7 +203,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
     for j in assessment.judgements.iter().filter(|j| !j.reap) {
         let root = &assessment.snapshot.procs[j.root];
         let line =
-            format!("{} tree root={} ({}): {}", j.verdict, root.pid(), crate::policy::short_cmd(root, 60), j.reason);
+            format!("{} tree root={} ({}): {}", j.verdict, root.pid(), crate::names::short_cmd(root, 60), j.reason);
         if j.verdict == Verdict::Live {
             tracing::debug!(reaper_action = "keep", reaper_verdict = j.verdict.as_str(), reaper_root_pid = root.pid().get(), reaper_reason = %j.reason, "{line}");
         } else {

@@ -74,11 +74,7 @@ impl Shared {
             .filter(|t| all || (!t.uids.is_empty() && t.uids.iter().all(|&u| u == uid)))
             .map(|t| t.status.clone())
             .collect();
-        let mut by_verdict: std::collections::BTreeMap<String, usize> =
-            Verdict::ALL.iter().map(|v| (v.as_str().to_string(), 0)).collect();
-        for t in &trees {
-            *by_verdict.entry(t.verdict.clone()).or_default() += 1;
-        }
+        let by_verdict = report::status::by_verdict(&trees);
         Status {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),
@@ -504,13 +500,13 @@ impl Daemon {
 
     fn status_line(&self) -> String {
         let s = self.shared.borrow();
-        let count = |v: &str| s.trees.iter().filter(|t| t.status.verdict == v).count();
+        let count = |v: Verdict| s.trees.iter().filter(|t| t.status.verdict == v).count();
         format!(
             "{} live, {} orphan, {} young, {} stale tree(s); reaped {} so far",
-            count("live"),
-            count("orphan"),
-            count("young"),
-            count("stale"),
+            count(Verdict::Live),
+            count(Verdict::Orphan),
+            count(Verdict::Young),
+            count(Verdict::Stale),
             s.totals.trees_reaped
         )
     }
@@ -636,7 +632,7 @@ impl Daemon {
                             "{} tree root={} ({}): {}",
                             j.verdict,
                             root.pid(),
-                            crate::policy::short_cmd(root, 60),
+                            crate::names::short_cmd(root, 60),
                             j.reason
                         )
                     };
@@ -648,16 +644,7 @@ impl Daemon {
                 }
             }
             trees.push(TreeView {
-                status: TreeStatus {
-                    verdict: j.verdict.as_str().to_string(),
-                    reap: j.reap,
-                    root: root.pid().get(),
-                    root_cmd: crate::policy::short_cmd(root, 120),
-                    reason: j.reason.clone(),
-                    members: j.members.len(),
-                    memory_bytes: report::json::tree_memory(snap, j),
-                    grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
-                },
+                status: TreeStatus::new(snap, j),
                 uids: j.members.iter().filter_map(|&(m, _)| snap.procs[m].uid().map(|u| u.0)).collect(),
             });
         }
@@ -675,23 +662,7 @@ impl Daemon {
             report::log::outcome(o);
             let uid =
                 snap.get(o.root.pid).filter(|p| p.id == o.root).and_then(super::super::scan::Process::uid).map(|u| u.0);
-            let ev = ReapEvent {
-                at_unix: unix_now(),
-                dry_run,
-                verdict: o.verdict.as_str().to_string(),
-                root: o.root.pid.get(),
-                root_cmd: o.root_cmd.clone(),
-                reason: o.reason.clone(),
-                uid,
-                members: o.members + o.joined,
-                signals: o.signals.iter().map(std::string::ToString::to_string).collect(),
-                escalated: o.escalated,
-                unkillable: o.unkillable.len(),
-                errors: o.errors.clone(),
-                took_ms: o.took_ms,
-                reclaimed_bytes: o.reclaimed.total(),
-                line: o.line(),
-            };
+            let ev = ReapEvent::new(o, dry_run, uid, unix_now());
             if !dry_run {
                 s.totals.trees_reaped += u64::from(o.reaped());
                 s.totals.processes_reaped += o.gone as u64;

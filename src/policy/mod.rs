@@ -7,15 +7,16 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Role};
 use crate::ids::{Identity, Pid, Uid};
+use crate::names::{name, program_ref};
 use crate::scan::{FdKind, Process, Snapshot};
 use crate::tree::{Forest, TreeShape};
 pub use grace::GraceBook;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Its host is alive with a live terminal (or none): keep.
@@ -102,29 +103,6 @@ pub struct Inputs<'a> {
     pub config: &'a Config,
     pub grace: &'a GraceBook,
     pub now: SystemTime,
-}
-
-/// A short name for a process in a reason: `claude (pid 4100)`.
-pub fn name(p: &Process) -> String {
-    format!("{} (pid {})", short_cmd(p, 48), p.pid())
-}
-
-/// A process by its program: `mcp-server-filesystem (pid 4100)`.
-pub fn program_ref(p: &Process) -> String {
-    let prog = crate::redact::redact(p.program.name(&p.cmdline)).into_owned();
-    format!("{} (pid {})", crate::report::printable(&prog), p.pid())
-}
-
-/// The command line cut to `max` characters, with an ellipsis.
-pub fn short_cmd(p: &Process, max: usize) -> String {
-    let cmd = crate::report::printable(&p.display_cmd()).into_owned();
-    if cmd.chars().count() <= max {
-        cmd
-    } else {
-        let mut s: String = cmd.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
-    }
 }
 
 /// Judges every server tree in scope.

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 use super::*;
 use crate::config::Config;
 use crate::ids::{Identity, Pid, StartTime, Uid};
+use crate::names::short_cmd;
 use crate::scan::{Context, Details, FdTarget, ProcState, Process, Snapshot};
 use crate::tree::Forest;
 

@@ -1,4 +1,5 @@
-//! The stable JSON of `reaperctl scan --json` (documented in README.md).
+//! The stable JSON of `reaperctl scan --json` (documented in README.md), and
+//! the small facts about a tree (memory, role rule) other views share.
 
 use std::collections::BTreeMap;
 
@@ -20,12 +21,17 @@ pub struct Tree {
     pub verdict: Verdict,
     pub reap: bool,
     pub reason: String,
+    /// The root's pid (the same as `root_pid`).
     pub root: i32,
+    /// The root's identity, under the names every tree and outcome shares.
+    pub root_pid: i32,
     pub root_start_time: u64,
     pub host: Option<ProcRef>,
     pub owner: Option<ProcRef>,
     pub servers: Vec<i32>,
     pub members: Vec<Member>,
+    /// Processes in the tree (the length of `members`).
+    pub member_count: usize,
     /// RSS + swap of the live members.
     pub memory_bytes: u64,
     pub first_seen_unix: Option<u64>,
@@ -139,6 +145,7 @@ pub fn build(a: &Assessment) -> ScanReport {
                 reap: j.reap,
                 reason: j.reason.clone(),
                 root: root.pid().get(),
+                root_pid: root.pid().get(),
                 root_start_time: root.id.start_time.0,
                 host: j.host.map(|h| proc_ref(&snap.procs[h])),
                 owner: j.owner.map(|o| proc_ref(&snap.procs[o])),
@@ -171,6 +178,7 @@ pub fn build(a: &Assessment) -> ScanReport {
                         }
                     })
                     .collect(),
+                member_count: j.members.len(),
                 memory_bytes: tree_memory(snap, j),
                 first_seen_unix: j
                     .first_seen

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::ctl::proto::Status;
+use super::status::Status;
 use crate::policy::Verdict;
 
 pub fn render(s: &Status) -> String {
@@ -24,7 +24,7 @@ pub fn render(s: &Status) -> String {
         "# HELP mcp_reaper_trees Server trees seen in the last scan, by verdict.\n# TYPE mcp_reaper_trees gauge"
     );
     for v in Verdict::ALL {
-        let n = s.by_verdict.get(v.as_str()).copied().unwrap_or(0);
+        let n = s.by_verdict.get(&v).copied().unwrap_or(0);
         let _ = writeln!(o, "mcp_reaper_trees{{verdict=\"{}\"}} {n}", v.as_str());
     }
     let _ = writeln!(
@@ -54,7 +54,7 @@ pub fn write_textfile(path: &Path, text: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ctl::proto::{ScanStats, Totals};
+    use crate::report::status::{ScanStats, Totals};
 
     fn status() -> Status {
         Status {
@@ -68,7 +68,7 @@ mod tests {
             interval_secs: 10,
             grace_secs: 60,
             scans: ScanStats { count: 7, last_duration_ms: 12.5, last_processes: 400, last_at_unix: 1_790_000_000 },
-            by_verdict: [("orphan".to_string(), 2), ("live".to_string(), 3)].into_iter().collect(),
+            by_verdict: [(Verdict::Orphan, 2), (Verdict::Live, 3)].into_iter().collect(),
             trees: vec![],
             totals: Totals {
                 trees_reaped: 4,

@@ -1,22 +1,16 @@
-//! Stage 5: words and JSON. Nothing here decides or acts.
+//! Stage 5: words and JSON. Nothing here decides or acts. This file: the
+//! small units (bytes, ages) every view shares.
 
 pub mod human;
 pub mod journal;
 pub mod json;
 pub mod log;
 pub mod metrics;
+pub mod outcome;
+pub mod status;
+pub mod status_text;
 
-/// Text from a process (argv, comm) made safe for a terminal or a log line:
-/// control characters (newlines, escape sequences) are shown escaped.
-pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return s.into();
-    }
-    s.chars()
-        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
-        .collect::<String>()
-        .into()
-}
+pub use crate::names::printable;
 
 /// `612 MiB`, `1.2 GiB`, `800 KiB`.
 pub fn bytes(n: u64) -> String {
@@ -53,12 +47,6 @@ pub fn age(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(printable("a\nb\x1b[31m"), "a\\nb\\u{1b}[31m");
-        assert_eq!(printable("plain"), "plain");
-    }
 
     #[test]
     fn units() {

@@ -1,0 +1,53 @@
+//! How a process is named in words: terminal-safe text, a command line cut
+//! short, `claude (pid 4100)`. A leaf: `policy` (reasons), `reap` (orders)
+//! and `report` (everything shown) all use it, and it uses none of them.
+
+use std::borrow::Cow;
+
+use crate::scan::Process;
+
+/// Text from a process (argv, comm) made safe for a terminal or a log line:
+/// control characters (newlines, escape sequences) are shown escaped.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect::<String>()
+        .into()
+}
+
+/// A short name for a process in a reason: `claude (pid 4100)`.
+pub fn name(p: &Process) -> String {
+    format!("{} (pid {})", short_cmd(p, 48), p.pid())
+}
+
+/// A process by its program: `mcp-server-filesystem (pid 4100)`.
+pub fn program_ref(p: &Process) -> String {
+    let prog = crate::redact::redact(p.program.name(&p.cmdline)).into_owned();
+    format!("{} (pid {})", printable(&prog), p.pid())
+}
+
+/// The command line cut to `max` characters, with an ellipsis.
+pub fn short_cmd(p: &Process, max: usize) -> String {
+    let cmd = printable(&p.display_cmd()).into_owned();
+    if cmd.chars().count() <= max {
+        cmd
+    } else {
+        let mut s: String = cmd.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("a\nb\x1b[31m"), "a\\nb\\u{1b}[31m");
+        assert_eq!(printable("plain"), "plain");
+    }
+}

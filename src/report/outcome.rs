@@ -1,0 +1,183 @@
+//! Words and JSON for [`Outcome`]: the one log line per tree, and its JSON
+//! (`mcp-reaperd --once --json`) with the fields every tree view shares.
+
+use std::fmt::Write as _;
+
+use serde::{Serialize, Serializer};
+
+use crate::ids::{Identity, Pid};
+use crate::policy::Verdict;
+use crate::reap::{Memory, Outcome};
+
+impl Outcome {
+    /// The one log line per tree.
+    pub fn line(&self) -> String {
+        let mem = format!(
+            "{} (pss {}, swap {}{})",
+            super::bytes(self.reclaimed.total()),
+            super::bytes(self.reclaimed.pss_bytes),
+            super::bytes(self.reclaimed.swap_bytes),
+            if self.reclaimed.estimated_from_rss { ", from rss" } else { "" }
+        );
+        if self.dry_run {
+            return format!(
+                "would reap {} tree root={} ({}) members={} signals=TERM,KILL after {:.1}s if still alive \
+                 (group signals={}, member signals={}) estimate={mem}",
+                self.verdict,
+                self.root.pid,
+                self.root_cmd,
+                self.members,
+                self.term_timeout_secs,
+                self.group_signals,
+                self.member_signals
+            );
+        }
+        let verb = if self.success() {
+            "reaped"
+        } else if self.gone == 0 {
+            "failed to reap"
+        } else {
+            "partly reaped"
+        };
+        let mut s = format!(
+            "{verb} {} tree root={} ({}) members={} signals={} took={}ms reclaimed={mem}",
+            self.verdict,
+            self.root.pid,
+            self.root_cmd,
+            self.members + self.joined,
+            self.signals.join(","),
+            self.took_ms
+        );
+        if let Some(d) = self.mem_available_delta {
+            let _ = write!(s, "; MemAvailable {}", super::signed_mib(d));
+        }
+        if !self.unkillable.is_empty() {
+            let u: Vec<String> = self.unkillable.iter().map(|(id, st)| format!("{} ({st})", id.pid)).collect();
+            let _ = write!(s, "; unkillable: {}", u.join(", "));
+        }
+        if !self.errors.is_empty() {
+            let _ = write!(s, "; errors: {}", self.errors.join("; "));
+        }
+        if self.dropped > 0 {
+            let _ = write!(s, "; {} pid(s) dropped (exited or reused)", self.dropped);
+        }
+        s
+    }
+}
+
+/// The JSON of an outcome: its fields as they always were (`root` the
+/// identity object, `members` the members verified at the signal), and the
+/// fields every tree view shares: `root_pid`, `root_start_time`,
+/// `member_count` (verified at the signal plus those that joined).
+#[derive(Serialize)]
+struct Wire<'a> {
+    verdict: Verdict,
+    reason: &'a str,
+    root: Identity,
+    root_pid: Pid,
+    root_start_time: u64,
+    root_cmd: &'a str,
+    dry_run: bool,
+    members: usize,
+    member_count: usize,
+    joined: usize,
+    dropped: usize,
+    signals: &'a [&'static str],
+    escalated: bool,
+    group_signals: usize,
+    member_signals: usize,
+    gone: usize,
+    unkillable: &'a [(Identity, char)],
+    errors: &'a [String],
+    took_ms: u64,
+    term_timeout_secs: f64,
+    reclaimed: Memory,
+    mem_available_delta: Option<i64>,
+    swap_free_delta: Option<i64>,
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            verdict: self.verdict,
+            reason: &self.reason,
+            root: self.root,
+            root_pid: self.root.pid,
+            root_start_time: self.root.start_time.0,
+            root_cmd: &self.root_cmd,
+            dry_run: self.dry_run,
+            members: self.members,
+            member_count: self.members + self.joined,
+            joined: self.joined,
+            dropped: self.dropped,
+            signals: &self.signals,
+            escalated: self.escalated,
+            group_signals: self.group_signals,
+            member_signals: self.member_signals,
+            gone: self.gone,
+            unkillable: &self.unkillable,
+            errors: &self.errors,
+            took_ms: self.took_ms,
+            term_timeout_secs: self.term_timeout_secs,
+            reclaimed: self.reclaimed,
+            mem_available_delta: self.mem_available_delta,
+            swap_free_delta: self.swap_free_delta,
+        }
+        .serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ids::{Identity, Pid, StartTime};
+    use crate::policy::Verdict;
+    use crate::reap::{Memory, Outcome};
+
+    fn outcome() -> Outcome {
+        let root = Identity { pid: Pid::new(4242).unwrap(), start_time: StartTime(123) };
+        Outcome {
+            verdict: Verdict::Orphan,
+            reason: "adopted".into(),
+            root,
+            root_cmd: "npm exec @playwright/mcp".into(),
+            dry_run: false,
+            members: 3,
+            joined: 1,
+            dropped: 0,
+            signals: vec!["TERM", "KILL"],
+            escalated: true,
+            group_signals: 1,
+            member_signals: 0,
+            gone: 3,
+            unkillable: vec![(root, 'D')],
+            errors: vec![],
+            took_ms: 5,
+            term_timeout_secs: 5.0,
+            reclaimed: Memory { pss_bytes: 1 << 20, swap_bytes: 0, estimated_from_rss: false },
+            mem_available_delta: None,
+            swap_free_delta: None,
+        }
+    }
+
+    #[test]
+    fn outcome_json_keeps_its_fields_and_adds_the_shared_ones() {
+        let v = serde_json::to_value(outcome()).unwrap();
+        // As before: `root` the identity, `members` those verified at the signal.
+        assert_eq!(v["root"], serde_json::json!({"pid": 4242, "start_time": 123}));
+        assert_eq!(v["members"], 3);
+        assert_eq!(v["unkillable"], serde_json::json!([[{"pid": 4242, "start_time": 123}, "D"]]));
+        assert_eq!(v["reclaimed"]["pss_bytes"], 1 << 20);
+        // Added: the same names as in every tree view.
+        assert_eq!((v["root_pid"].as_i64(), v["root_start_time"].as_u64()), (Some(4242), Some(123)));
+        assert_eq!(v["member_count"], 4);
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), 23, "{keys:?}");
+    }
+
+    #[test]
+    fn line_names_the_tree_and_what_was_done() {
+        let line = outcome().line();
+        assert!(line.starts_with("partly reaped orphan tree root=4242 (npm exec @playwright/mcp) members=4"), "{line}");
+        assert!(line.contains("unkillable: 4242 (D)"), "{line}");
+    }
+}

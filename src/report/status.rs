@@ -1,0 +1,180 @@
+//! The daemon's status as plain data: what `reaperctl status`, `reap-now`,
+//! the metrics and the control socket carry. Built here from judgements and
+//! outcomes, so every view of a tree or an outcome has one shape.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::config::Mode;
+use crate::policy::{Judgement, Verdict};
+use crate::reap::Outcome;
+use crate::scan::Snapshot;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReloadResult {
+    pub at_unix: u64,
+    pub ok: bool,
+    /// What changed, or every error found.
+    pub messages: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReapResult {
+    pub dry_run: bool,
+    pub events: Vec<ReapEvent>,
+}
+
+/// One tree acted on, as remembered by the daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReapEvent {
+    pub at_unix: u64,
+    pub dry_run: bool,
+    pub verdict: Verdict,
+    /// The root's pid (kept for compatibility; the same as `root_pid`).
+    pub root: i32,
+    /// The root's identity, as in every tree and outcome.
+    #[serde(default)]
+    pub root_pid: i32,
+    #[serde(default)]
+    pub root_start_time: u64,
+    pub root_cmd: String,
+    pub reason: String,
+    /// Owner of the tree's root, for per-user filtering.
+    pub uid: Option<u32>,
+    /// Processes in the tree: verified at the signal plus those that joined.
+    pub members: usize,
+    /// The same count, under the name it has everywhere.
+    #[serde(default)]
+    pub member_count: usize,
+    pub signals: Vec<String>,
+    pub escalated: bool,
+    pub unkillable: usize,
+    pub errors: Vec<String>,
+    pub took_ms: u64,
+    pub reclaimed_bytes: u64,
+    pub line: String,
+}
+
+impl ReapEvent {
+    /// The event for one outcome; `uid` owns the root.
+    pub fn new(o: &Outcome, dry_run: bool, uid: Option<u32>, at_unix: u64) -> ReapEvent {
+        ReapEvent {
+            at_unix,
+            dry_run,
+            verdict: o.verdict,
+            root: o.root.pid.get(),
+            root_pid: o.root.pid.get(),
+            root_start_time: o.root.start_time.0,
+            root_cmd: o.root_cmd.clone(),
+            reason: o.reason.clone(),
+            uid,
+            members: o.members + o.joined,
+            member_count: o.members + o.joined,
+            signals: o.signals.iter().map(std::string::ToString::to_string).collect(),
+            escalated: o.escalated,
+            unkillable: o.unkillable.len(),
+            errors: o.errors.clone(),
+            took_ms: o.took_ms,
+            reclaimed_bytes: o.reclaimed.total(),
+            line: o.line(),
+        }
+    }
+}
+
+/// One tree as the daemon last judged it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TreeStatus {
+    pub verdict: Verdict,
+    pub reap: bool,
+    /// The root's pid (kept for compatibility; the same as `root_pid`).
+    pub root: i32,
+    #[serde(default)]
+    pub root_pid: i32,
+    #[serde(default)]
+    pub root_start_time: u64,
+    pub root_cmd: String,
+    pub reason: String,
+    /// Processes in the tree (the same as `member_count`).
+    pub members: usize,
+    #[serde(default)]
+    pub member_count: usize,
+    pub memory_bytes: u64,
+    pub grace_left_secs: Option<f64>,
+}
+
+impl TreeStatus {
+    pub fn new(snap: &Snapshot, j: &Judgement) -> TreeStatus {
+        let root = &snap.procs[j.root];
+        TreeStatus {
+            verdict: j.verdict,
+            reap: j.reap,
+            root: root.pid().get(),
+            root_pid: root.pid().get(),
+            root_start_time: root.id.start_time.0,
+            root_cmd: crate::names::short_cmd(root, 120),
+            reason: j.reason.clone(),
+            members: j.members.len(),
+            member_count: j.members.len(),
+            memory_bytes: super::json::tree_memory(snap, j),
+            grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Totals {
+    pub trees_reaped: u64,
+    pub processes_reaped: u64,
+    pub reclaimed_bytes: u64,
+    pub escalations: u64,
+    pub failures: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ScanStats {
+    pub count: u64,
+    pub last_duration_ms: f64,
+    pub last_processes: usize,
+    pub last_at_unix: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Status {
+    pub version: String,
+    pub pid: u32,
+    pub uptime_secs: f64,
+    pub mode: Mode,
+    pub config_sources: Vec<String>,
+    pub last_reload: Option<ReloadResult>,
+    /// "netlink" (proc connector), "pidfd" (watching hosts), or "polling".
+    pub event_mode: String,
+    pub interval_secs: u64,
+    pub grace_secs: u64,
+    pub scans: ScanStats,
+    /// Every verdict, with the trees shown that have it (zero included).
+    #[serde(serialize_with = "by_name")]
+    pub by_verdict: BTreeMap<Verdict, usize>,
+    /// Trees visible to the asking user (root sees all).
+    pub trees: Vec<TreeStatus>,
+    pub totals: Totals,
+    pub recent: Vec<ReapEvent>,
+    /// True when the list was filtered to the asking user's processes.
+    pub filtered_for_uid: Option<u32>,
+}
+
+/// Counts per verdict, every verdict present.
+pub fn by_verdict(trees: &[TreeStatus]) -> BTreeMap<Verdict, usize> {
+    let mut by: BTreeMap<Verdict, usize> = Verdict::ALL.iter().map(|&v| (v, 0)).collect();
+    for t in trees {
+        *by.entry(t.verdict).or_default() += 1;
+    }
+    by
+}
+
+/// Verdicts in the order of their names, as they were when the keys were strings.
+pub fn by_name<S: Serializer>(m: &BTreeMap<Verdict, usize>, s: S) -> Result<S::Ok, S::Error> {
+    let mut sorted: Vec<(&Verdict, &usize)> = m.iter().collect();
+    sorted.sort_by_key(|(v, _)| v.as_str());
+    s.collect_map(sorted)
+}
