@@ -128,3 +128,31 @@ fn bad_redact_patterns_are_refused_with_position_and_key() {
     let e = Config::from_str_with_default("u.toml", "[redact]\nenabled = \"yes\"\n").unwrap_err().0;
     assert_eq!((e[0].position, e[0].key.as_deref()), (Some((2, 11)), Some("redact.enabled")), "{}", e[0]);
 }
+
+#[test]
+fn reload_diff_names_every_kind_of_key_as_before() {
+    let d = Config::embedded();
+    let text = "[reaper]\nmode = 'dry-run'\ngrace_secs = 5\nterm_timeout_secs = 0.5\n\
+                [patterns]\nprotect = ['x']\n[daemon]\nsocket = '/run/x.sock'\n";
+    let c = Config::from_str_with_default("u.toml", text).unwrap();
+    let protect = d.patterns.protect.len();
+    assert_eq!(
+        d.diff(&c),
+        vec![
+            "mode: Enforce -> DryRun".to_string(),
+            "grace_secs: 60 -> 5".into(),
+            "term_timeout_secs: 2.0 -> 0.5".into(),
+            format!("patterns.protect: {protect} -> 1 entries"),
+            "socket: None -> Some(\"/run/x.sock\")".into(),
+        ]
+    );
+    assert!(c.diff(&c).is_empty());
+}
+
+#[test]
+fn the_redact_fallback_masks_as_the_embedded_default_does() {
+    let d = Config::embedded();
+    let cmd = "srv --token=abc --header Authorization: Bearer x postgres://u:pw@h/db";
+    assert_eq!(crate::redact::Redactor::default().redact(cmd), cmd, "the default Redactor is disabled");
+    assert_eq!(d.redactor.redact(cmd), crate::redact::redact(cmd));
+}
