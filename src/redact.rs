@@ -7,7 +7,9 @@
 //! through [`current`]; everything shown (`names::short_cmd`, reasons, the
 //! scan report, outcomes, the daemon's status) is built from it.
 //!
-//! The patterns come from `[redact]` in the config. Each capturing group that
+//! The patterns come from `[redact]` in the config, which installs its
+//! redactor here; until one is installed, the embedded default file's
+//! `[redact]` applies (read here: this module knows nothing of `config`). Each capturing group that
 //! took part in a match is replaced by [`MASK`]; a pattern without capturing
 //! groups has its whole match replaced.
 
@@ -16,7 +18,11 @@ use std::sync::{Arc, LazyLock, RwLock};
 
 use regex::{Regex, RegexSet, RegexSetBuilder};
 
-use crate::config::DFA_CACHE;
+/// The lazy DFA's state cache per compiled regex or list (regex's default is
+/// 2 MiB each), here and for the role patterns. Command lines are short and
+/// the lists few: a small cache keeps the daemon's footprint down, and a full
+/// one only costs a cache reset.
+pub const DFA_CACHE: usize = 256 * 1024;
 
 /// What a secret is replaced by.
 pub const MASK: &str = "***";
@@ -52,7 +58,7 @@ impl Redactor {
         Ok(Redactor { set, each })
     }
 
-    /// Shows everything as it is (`redact.enabled = false`).
+    /// Shows everything as it is (`redact.enabled = false`); also the [`Default`].
     pub fn disabled() -> Redactor {
         Redactor { set: RegexSet::empty(), each: Vec::new() }
     }
@@ -101,7 +107,37 @@ impl Redactor {
     }
 }
 
-static DEFAULT: LazyLock<Arc<Redactor>> = LazyLock::new(|| crate::config::Config::embedded().redactor);
+/// The embedded default config (the same file `config` embeds).
+const EMBEDDED_CONFIG: &str = include_str!("../config/default.toml");
+
+static DEFAULT: LazyLock<Arc<Redactor>> = LazyLock::new(|| Arc::new(embedded_default()));
+
+/// The redactor of the embedded default's `[redact]`.
+fn embedded_default() -> Redactor {
+    #[derive(serde::Deserialize)]
+    struct File {
+        redact: Section,
+    }
+    #[derive(serde::Deserialize)]
+    struct Section {
+        enabled: bool,
+        patterns: Vec<String>,
+        extra_patterns: Vec<String>,
+    }
+    let r = toml::from_str::<File>(EMBEDDED_CONFIG).expect("the embedded default config is valid (tested)").redact;
+    if r.enabled {
+        let all: Vec<String> = r.patterns.into_iter().chain(r.extra_patterns).collect();
+        Redactor::new(&all).expect("the embedded default's [redact] patterns compile (tested)")
+    } else {
+        Redactor::disabled()
+    }
+}
+impl Default for Redactor {
+    fn default() -> Redactor {
+        Redactor::disabled()
+    }
+}
+
 static CURRENT: RwLock<Option<Arc<Redactor>>> = RwLock::new(None);
 
 /// Makes `r` the redactor of this process (after a config is loaded or reloaded).

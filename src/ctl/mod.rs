@@ -113,7 +113,7 @@ pub fn load_config(config: &Option<PathBuf>, prog: &str) -> Result<Config, ExitC
 
 /// Grace state as the daemon last wrote it, read-only. Absent or broken: empty.
 pub fn read_grace(cfg: &Config) -> GraceBook {
-    let (book, warning) = crate::state::load(&crate::paths::state_file(cfg));
+    let (book, warning) = crate::state::load(&crate::paths::state_file(cfg.state_file.as_deref()));
     if let Some(w) = warning {
         eprintln!("reaperctl: warning: {w}");
     }
@@ -181,7 +181,7 @@ fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<p
         p.clone()
     } else {
         let cfg = Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
-        let own = crate::paths::socket(&cfg);
+        let own = crate::paths::socket(cfg.socket.as_deref());
         // A user without a user daemon may still ask the system daemon.
         let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
         if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }

@@ -66,6 +66,7 @@ impl std::fmt::Display for LockError {
 /// 0755, since anyone may connect.
 pub fn lock(socket: &Path) -> Result<Lock, LockError> {
     let dir = socket.parent().unwrap_or(Path::new("/"));
+    crate::paths::check_socket_dir(socket).map_err(|e| LockError::Create(e.to_string()))?;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o755)

@@ -160,7 +160,7 @@ pub fn main() -> ExitCode {
     };
     crate::redact::install(cfg.redactor.clone());
     if args.state_file.is_none() {
-        args.state_file = Some(crate::paths::state_file(&cfg));
+        args.state_file = Some(crate::paths::state_file(cfg.state_file.as_deref()));
     }
     report::log::init(&args.log_level, args.log_target, "mcp-reaperd");
     if args.once { once(&args, &cfg) } else { daemon_main(args, cfg) }

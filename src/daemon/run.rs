@@ -222,7 +222,7 @@ struct Daemon {
 impl Daemon {
     async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         let sources = super::sources(&args.config);
-        let socket_path = args.socket.clone().unwrap_or_else(|| crate::paths::socket(&cfg));
+        let socket_path = args.socket.clone().unwrap_or_else(|| crate::paths::socket(cfg.socket.as_deref()));
         let lock = match super::control::lock(&socket_path) {
             Ok(l) => l,
             Err(e) => {

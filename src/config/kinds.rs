@@ -1,0 +1,190 @@
+//! Kinds of value a key can hold, each with its check: what TOML gives
+//! (`File`), what the config keeps (`Value`), the problem reported at the
+//! value's position, and how a change shows in reload logs.
+
+use std::fmt::Debug;
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
+
+use super::layer::Layer;
+use super::{Mode, patterns};
+
+/// A kind of value; see [`super::keys`] for which key has which.
+pub(super) trait Kind {
+    /// As read from one file (spans inside lists, so an entry's error points at it).
+    type File;
+    /// As kept in [`super::Config`].
+    type Value: Debug;
+    /// Limits the key declares (`1..=86_400`); `()` for none.
+    type Bounds;
+    /// The value, or `None` after reporting its problem under `key`.
+    fn check(l: &mut Layer<'_>, v: Spanned<Self::File>, key: &str, bounds: Self::Bounds) -> Option<Self::Value>;
+    /// The reload log's line when a value changed.
+    fn diff(label: &str, old: &Self::Value, new: &Self::Value) -> Option<String> {
+        let (old, new) = (format!("{old:?}"), format!("{new:?}"));
+        (old != new).then(|| format!("{label}: {old} -> {new}"))
+    }
+}
+
+/// Taken as it is: serde already refused what is not one.
+macro_rules! any_value {
+    ($($t:ty),*) => {$(
+        impl Kind for $t {
+            type File = $t;
+            type Value = $t;
+            type Bounds = ();
+            fn check(_: &mut Layer<'_>, v: Spanned<$t>, _: &str, (): ()) -> Option<$t> {
+                Some(v.into_inner())
+            }
+        }
+    )*};
+}
+any_value!(Mode, bool);
+
+/// An integer in a range. Read as i128, so that a value beyond i64 gets the
+/// range message, not a type error.
+macro_rules! integer {
+    ($($t:ty),*) => {$(
+        impl Kind for $t {
+            type File = i128;
+            type Value = $t;
+            type Bounds = RangeInclusive<i128>;
+            fn check(l: &mut Layer<'_>, v: Spanned<i128>, key: &str, range: RangeInclusive<i128>) -> Option<$t> {
+                let n = *v.get_ref();
+                if range.contains(&n) {
+                    <$t>::try_from(n).ok()
+                } else {
+                    let (lo, hi) = range.into_inner();
+                    l.err(v.span(), key.to_string(), format!("must be between {lo} and {hi} (got {n})"));
+                    None
+                }
+            }
+        }
+    )*};
+}
+integer!(u64, u32);
+
+/// A finite number in a range.
+impl Kind for f64 {
+    type File = f64;
+    type Value = f64;
+    type Bounds = RangeInclusive<f64>;
+    fn check(l: &mut Layer<'_>, v: Spanned<f64>, key: &str, range: RangeInclusive<f64>) -> Option<f64> {
+        let x = *v.get_ref();
+        if x.is_finite() && range.contains(&x) {
+            Some(x)
+        } else {
+            let (lo, hi) = range.into_inner();
+            l.err(v.span(), key.to_string(), format!("must be between {lo} and {hi} (got {x})"));
+            None
+        }
+    }
+}
+
+/// A list of regexes, each checked alone (`[redact]`).
+pub(super) enum RegexList {}
+
+impl Kind for RegexList {
+    type File = Vec<Spanned<String>>;
+    type Value = Vec<String>;
+    type Bounds = ();
+    fn check(l: &mut Layer<'_>, v: Spanned<Self::File>, key: &str, (): ()) -> Option<Vec<String>> {
+        let mut ok = Vec::new();
+        let mut good = true;
+        for (j, pat) in v.into_inner().into_iter().enumerate() {
+            match patterns::check(pat.get_ref()) {
+                Ok(()) => ok.push(pat.into_inner()),
+                Err(msg) => {
+                    good = false;
+                    l.err(pat.span(), format!("{key}[{j}]"), msg);
+                }
+            }
+        }
+        good.then_some(ok)
+    }
+
+    fn diff(label: &str, old: &Vec<String>, new: &Vec<String>) -> Option<String> {
+        (old != new).then(|| format!("{label}: {} -> {} entries", old.len(), new.len()))
+    }
+}
+
+/// A role list (`[patterns]`): each regex checked, then the list compiled
+/// together as the matcher will, here where the list has a position.
+pub(super) enum RoleList {}
+
+impl Kind for RoleList {
+    type File = Vec<Spanned<String>>;
+    type Value = Vec<String>;
+    type Bounds = ();
+    fn check(l: &mut Layer<'_>, v: Spanned<Self::File>, key: &str, (): ()) -> Option<Vec<String>> {
+        let span = v.span();
+        let ok = RegexList::check(l, v, key, ())?;
+        match patterns::check_list(&ok) {
+            Ok(()) => Some(ok),
+            Err(msg) => {
+                l.err(span, key.to_string(), msg);
+                None
+            }
+        }
+    }
+
+    fn diff(label: &str, old: &Vec<String>, new: &Vec<String>) -> Option<String> {
+        RegexList::diff(label, old, new)
+    }
+}
+
+/// An absolute path of a file the daemon writes.
+pub(super) enum FilePath {}
+
+/// An absolute path short enough for a unix socket.
+pub(super) enum SocketPath {}
+
+impl Kind for FilePath {
+    type File = PathBuf;
+    type Value = PathBuf;
+    type Bounds = ();
+    fn check(l: &mut Layer<'_>, v: Spanned<PathBuf>, key: &str, (): ()) -> Option<PathBuf> {
+        checked_path(l, v, key, false)
+    }
+}
+
+impl Kind for SocketPath {
+    type File = PathBuf;
+    type Value = PathBuf;
+    type Bounds = ();
+    fn check(l: &mut Layer<'_>, v: Spanned<PathBuf>, key: &str, (): ()) -> Option<PathBuf> {
+        checked_path(l, v, key, true)
+    }
+}
+
+fn checked_path(l: &mut Layer<'_>, v: Spanned<PathBuf>, key: &str, socket: bool) -> Option<PathBuf> {
+    match path_problem(v.get_ref(), socket) {
+        None => Some(v.into_inner()),
+        Some(msg) => {
+            l.err(v.span(), key.to_string(), msg);
+            None
+        }
+    }
+}
+
+/// Why a configured path cannot work, caught here rather than when the daemon
+/// first uses it.
+// Debug on purpose: quoted, with a NUL or control character shown as an escape.
+#[allow(clippy::unnecessary_debug_formatting)]
+fn path_problem(p: &Path, socket: bool) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    // sun_path is 108 bytes, its last one the terminating NUL.
+    const SUN_PATH_MAX: usize = 107;
+    let len = p.as_os_str().len();
+    if !p.is_absolute() {
+        Some(format!("must be an absolute path (got {p:?})"))
+    } else if p.as_os_str().as_bytes().contains(&0) {
+        Some(format!("must not contain a NUL byte (got {p:?})"))
+    } else if socket && len > SUN_PATH_MAX {
+        Some(format!("too long for a unix socket ({len} bytes, limit {SUN_PATH_MAX})"))
+    } else {
+        None
+    }
+}
