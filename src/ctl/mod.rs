@@ -186,6 +186,16 @@ fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<p
         let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
         if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }
     };
+    // A daemon answering in a shared fallback directory someone else owns
+    // could be anyone's: ask nothing of it.
+    let shared = crate::paths::shared_runtime_dir();
+    if path.starts_with(&shared)
+        && shared.exists()
+        && let Err(e) = crate::paths::check_private_dir(&shared)
+    {
+        eprintln!("reaperctl: {e}");
+        return Err(ExitCode::from(exit::UNAVAILABLE));
+    }
     let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
         Ok(s) => s,
         Err(e) => {

@@ -112,3 +112,47 @@ fn daemon_refuses_a_shared_socket_directory_it_does_not_own_alone() {
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777, 0o700);
     assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), uid);
 }
+
+/// `reaperctl` asks nothing of a socket in a fallback directory that others
+/// may write: whoever answers there could be anyone. As root (whose socket is
+/// under /run) it runs as uid 65534.
+#[test]
+fn reaperctl_refuses_a_shared_socket_directory_it_does_not_own_alone() {
+    const TEST: &str = "reaperctl_refuses_a_shared_socket_directory_it_does_not_own_alone";
+    let bin = Path::new(env!("CARGO_BIN_EXE_reaperctl"));
+    let me = rustix::process::geteuid().as_raw();
+    let uid = if me == 0 { 65534 } else { me };
+    if me == 0 && (common::find_tool("setpriv").is_none() || !common::world_executable(bin)) {
+        return common::skip(
+            TEST,
+            "as root this runs reaperctl as uid 65534: needs setpriv and a world-executable binary",
+        );
+    }
+    let tmp = TempDir::new("ctl-sockdir");
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let shared = tmp.path().join(format!("mcp-reaper-{uid}"));
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let config = tmp.write("c.toml", "");
+    std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    if me == 0 {
+        std::os::unix::fs::chown(&shared, Some(uid), Some(uid)).unwrap();
+    }
+    let mut cmd = if me == 0 {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid", &s(uid), "--regid", &s(uid), "--clear-groups"]).arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
+    let out = cmd
+        .args(["--config", config.to_str().unwrap(), "status"])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(i32::from(exit::UNAVAILABLE)), "{err}");
+    assert!(err.contains("writable by group or others") && err.contains(&shared.display().to_string()), "{err}");
+}
