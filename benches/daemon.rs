@@ -2,13 +2,14 @@
 //! idle footprint with thousands of extra processes, side by side in one run.
 //!
 //! `cargo bench --bench daemon` (as root for event mode; the pidfd mode runs
-//! as anyone). Env: MCP_REAPER_BENCH_PROCS (default 5000),
-//! MCP_REAPER_BENCH_IDLE_SECS (default 60).
+//! as anyone). Env: `MCP_REAPER_BENCH_PROCS` (default 5000),
+//! `MCP_REAPER_BENCH_IDLE_SECS` (default 60).
 //!
 //! Safety: the latency runs use `--scope` on this bench process, which makes
 //! itself a child subreaper, so the daemon can only ever see what the bench
 //! started. The footprint run is `--dry-run`: it signals nothing.
 
+use std::io::BufRead;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,7 +26,7 @@ struct Daemon(Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if let Some(p) = rustix::process::Pid::from_raw(self.0.id() as i32) {
+        if let Some(p) = rustix::process::Pid::from_raw(self.0.id().cast_signed()) {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
         }
         let _ = self.0.wait();
@@ -67,7 +68,6 @@ fn spawn_tree() -> (Child, i32) {
     mcp_reaper::sys::kill_with_parent(&mut host);
     let mut child = host.spawn().expect("spawn tree");
     let mut line = String::new();
-    use std::io::BufRead;
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let server: i32 = line.trim().parse().expect("server pid");
     std::thread::sleep(Duration::from_millis(100)); // let the execs happen
@@ -115,7 +115,7 @@ fn latency(dir: &Path, tag: &str, extra: &[&str], runs: usize, prime: bool) -> V
 
 fn cpu_ticks(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let after = s.rsplit_once(')').map_or("", |x| x.1);
     let f: Vec<&str> = after.split_whitespace().collect();
     f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
         + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
@@ -184,7 +184,7 @@ fn main() {
 
     println!("\nreaction latency, host killed → orphan server gone (grace 0, interval 10 s), {runs} runs, ms");
     let show = |name: &str, v: &[f64]| {
-        println!("  {name:<58} median {:8.1}  max {:8.1}", median(v.to_vec()), v.iter().cloned().fold(0.0, f64::max))
+        println!("  {name:<58} median {:8.1}  max {:8.1}", median(v.to_vec()), v.iter().copied().fold(0.0, f64::max));
     };
     match &ev {
         Some(ev) => show("event mode (proc connector; host exec seen, so watched)", ev),

@@ -5,18 +5,18 @@
 //! reaped; then 100 orphan trees at once (30 of them ignoring SIGTERM).
 //! Checks: no missed orphan, no wrong kill; measures reap latency, the
 //! daemon's RSS (start/end/max) and CPU, and compares its memory accounting
-//! with smaps_rollup read by the bench just before each host is killed.
+//! with `smaps_rollup` read by the bench just before each host is killed.
 //!
 //! `cargo bench --bench load` (as root for event mode; the pidfd mode runs as
 //! anyone). Env:
-//! - MCP_REAPER_LOAD_SECS (default 600): length of the churn phase, per mode;
-//! - MCP_REAPER_LOAD_PROCS (default 10000): idle background processes;
-//! - MCP_REAPER_LOAD_CHURN (default 300): short-lived processes per second;
-//! - MCP_REAPER_LOAD_MODES (default "events,pidfd"): daemon modes, in order;
-//! - MCP_REAPER_LOAD_INTERVAL (default 5): the daemon's `interval_secs`;
-//! - MCP_REAPER_LOAD_ORPHAN_EVERY (default 3): seconds between orphan trees;
-//! - MCP_REAPER_LOAD_BURST (default 100): trees of the burst (0: none);
-//! - MCP_REAPER_LOAD_LOG (default "info"): the daemon's log level (its log
+//! - `MCP_REAPER_LOAD_SECS` (default 600): length of the churn phase, per mode;
+//! - `MCP_REAPER_LOAD_PROCS` (default 10000): idle background processes;
+//! - `MCP_REAPER_LOAD_CHURN` (default 300): short-lived processes per second;
+//! - `MCP_REAPER_LOAD_MODES` (default "events,pidfd"): daemon modes, in order;
+//! - `MCP_REAPER_LOAD_INTERVAL` (default 5): the daemon's `interval_secs`;
+//! - `MCP_REAPER_LOAD_ORPHAN_EVERY` (default 3): seconds between orphan trees;
+//! - `MCP_REAPER_LOAD_BURST` (default 100): trees of the burst (0: none);
+//! - `MCP_REAPER_LOAD_LOG` (default "info"): the daemon's log level (its log
 //!   goes to a file in the bench's temp dir).
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) a few-second smoke run.
@@ -30,7 +30,12 @@
 //! bench holds, so when the bench ends, however it ends, they all see EOF and
 //! exit; the processes the bench starts directly also get PDEATHSIG.
 
+// This program stands in for other programs (hosts, servers, forking
+// helpers) and needs raw system calls; every block has a `// SAFETY:` note.
+#![allow(unsafe_code)]
+
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -88,7 +93,7 @@ struct Node {
 
 impl Node {
     fn new(argv: &[&str], tag: &str) -> Node {
-        Node { argv: argv.iter().map(|s| s.to_string()).collect(), tag: tag.into(), ..Node::default() }
+        Node { argv: argv.iter().map(std::string::ToString::to_string).collect(), tag: tag.into(), ..Node::default() }
     }
     fn child(mut self, c: Node) -> Node {
         self.children.push(c);
@@ -154,6 +159,7 @@ fn idle_child(lifeline: RawFd) -> ! {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one helper process, its modes side by side
 fn node_main(text: &str) -> ! {
     let node: Node = match serde_json::from_str(text) {
         Ok(n) => n,
@@ -182,7 +188,7 @@ fn node_main(text: &str) -> ! {
     for c in &node.children {
         match node_command(c).spawn() {
             Ok(ch) => {
-                kinds.insert(ch.id() as i32, c.argv.join(" "));
+                kinds.insert(ch.id().cast_signed(), c.argv.join(" "));
             }
             Err(e) => {
                 write_line(&mut events, &format!("error {me} spawning {:?}: {e}\n", c.argv));
@@ -199,7 +205,7 @@ fn node_main(text: &str) -> ! {
         kinds.insert(pid, "idle fork".into());
     }
     if node.touch_mib > 0 {
-        let mut mem = vec![0u8; (node.touch_mib as usize) << 20];
+        let mut mem = vec![0u8; usize::try_from(node.touch_mib).expect("touch_mib") << 20];
         for page in mem.chunks_mut(4096) {
             page[0] = 1;
         }
@@ -218,6 +224,7 @@ fn node_main(text: &str) -> ! {
     }
 
     let start = Instant::now();
+    #[allow(clippy::cast_possible_truncation)] // a seed: the low bits are enough
     let mut rng: u64 = (u64::from(me) << 32) ^ 0x9e37_79b9_7f4a_7c15 ^ start.elapsed().as_nanos() as u64;
     let mut next_rand = move || {
         rng ^= rng << 13;
@@ -255,10 +262,10 @@ fn node_main(text: &str) -> ! {
             if let Some(p) = spawn_period {
                 let mut n = 0;
                 while next_spawn <= now && n < 16 {
-                    let c = &node.spawn[(spawns % node.spawn.len() as u64) as usize];
+                    let c = &node.spawn[usize::try_from(spawns).expect("spawns") % node.spawn.len()];
                     match node_command(c).spawn() {
                         Ok(ch) => {
-                            kinds.insert(ch.id() as i32, c.argv.join(" "));
+                            kinds.insert(ch.id().cast_signed(), c.argv.join(" "));
                         }
                         Err(_) => failed += 1,
                     }
@@ -329,7 +336,10 @@ fn node_main(text: &str) -> ! {
         // SAFETY: the lifeline fd stays open for the life of this process.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(lifeline) };
         let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-        let ts = rustix::fs::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as i64 };
+        let ts = rustix::fs::Timespec {
+            tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
         if let Ok(n) = rustix::event::poll(&mut fds, Some(&ts))
             && n > 0
         {
@@ -358,7 +368,7 @@ fn read_status_kib(pid: i32, key: &str) -> u64 {
 /// (utime, stime) in clock ticks.
 fn cpu_split(pid: i32) -> (u64, u64) {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let after = s.rsplit_once(')').map_or("", |x| x.1);
     let f: Vec<&str> = after.split_whitespace().collect();
     let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     (n(11), n(12))
@@ -374,7 +384,7 @@ fn ppid_of(pid: i32) -> Option<i32> {
     s.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Pss + SwapPss in bytes, from smaps_rollup.
+/// Pss + `SwapPss` in bytes, from `smaps_rollup`.
 fn pss_swap_pss(pid: i32) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
     let kib = |key: &str| -> u64 {
@@ -440,6 +450,7 @@ fn median(v: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // an index, from a fraction in 0..=1
 fn percentile(v: &[f64], p: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -540,7 +551,7 @@ struct PhaseResult {
     cpu_user: f64,
     cpu_sys: f64,
     cpu_all: f64,
-    /// (seconds into the churn phase, VmRSS KiB), once a minute.
+    /// (seconds into the churn phase, `VmRSS` KiB), once a minute.
     rss_trace: Vec<(u64, u64)>,
     scans: u64,
     last_scan_ms: f64,
@@ -605,7 +616,7 @@ impl Bench {
         mcp_reaper::sys::kill_with_parent(&mut cmd);
         let child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {:?}: {e}", node.argv));
         // Never waited through the Child: the bench reaps with waitpid(-1).
-        child.id() as i32
+        child.id().cast_signed()
     }
 
     /// Reads new lines of the events file.
@@ -663,7 +674,7 @@ impl Bench {
                 }
             }
             ["exit", pid, code, tag, _tree, kind] => {
-                self.unexpected.push(format!("pid {pid} ({kind}, child of a {tag} process) exited with {code}"))
+                self.unexpected.push(format!("pid {pid} ({kind}, child of a {tag} process) exited with {code}"));
             }
             ["stats", ..] => self.stats.push(line.to_string()),
             _ => self.errors.push(format!("event: {line}")),
@@ -675,9 +686,8 @@ impl Bench {
         loop {
             let (pid, st) = match rustix::process::waitpid(None, WaitOptions::NOHANG) {
                 Ok(Some((pid, st))) => (pid.as_raw_nonzero().get(), st),
-                Ok(None) => return,
                 Err(rustix::io::Errno::INTR) => continue,
-                Err(_) => return,
+                Ok(None) | Err(_) => return,
             };
             if Some(pid) == self.daemon_pid {
                 self.daemon_status = Some(st);
@@ -725,7 +735,10 @@ impl Bench {
         } else {
             let mut fds: Vec<PollFd<'_>> =
                 watch.iter().map(|&(id, i)| PollFd::new(&self.trees[&id].members[i].fd, PollFlags::IN)).collect();
-            let ts = rustix::fs::Timespec { tv_sec: wait.as_secs() as i64, tv_nsec: wait.subsec_nanos() as i64 };
+            let ts = rustix::fs::Timespec {
+                tv_sec: wait.as_secs().try_into().unwrap_or(i64::MAX),
+                tv_nsec: i64::from(wait.subsec_nanos()),
+            };
             let _ = rustix::event::poll(&mut fds, Some(&ts));
             let now = Instant::now();
             let done: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
@@ -896,6 +909,7 @@ impl Bench {
         }
     }
 
+    #[allow(clippy::too_many_lines)] // one phase, read top to bottom
     fn run_phase(&mut self, mode: &str) -> PhaseResult {
         self.phase += 1;
         let phase = self.phase;
@@ -927,7 +941,7 @@ impl Bench {
             cmd.arg("--no-events");
         }
         mcp_reaper::sys::kill_with_parent(&mut cmd);
-        let daemon = cmd.spawn().expect("starting mcp-reaperd").id() as i32;
+        let daemon = cmd.spawn().expect("starting mcp-reaperd").id().cast_signed();
         self.daemon_pid = Some(daemon);
         self.daemon_status = None;
         let daemon_fd = pidfd(daemon).expect("pidfd of the daemon");
@@ -935,7 +949,7 @@ impl Bench {
         let Some(first) = first else {
             panic!("mcp-reaperd ({mode}) did not answer within 120 s; log: {}", log.display());
         };
-        r.event_mode = first.event_mode.clone();
+        r.event_mode.clone_from(&first.event_mode);
         eprintln!(
             "[{mode}] daemon {daemon} up: events={}, first scan of {} processes took {:.1} ms",
             first.event_mode, first.scans.last_processes, first.scans.last_duration_ms
@@ -969,6 +983,7 @@ impl Bench {
                 next_sample += Duration::from_secs(1);
             }
             if now >= next_progress {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // whole seconds since t0
                 r.rss_trace.push((t0.elapsed().as_secs_f64().round() as u64, read_status_kib(daemon, "VmRSS:")));
                 let ts: Vec<&OrphanTree> = self.trees.values().filter(|t| t.phase == phase && !t.burst).collect();
                 eprintln!(
@@ -1033,8 +1048,9 @@ impl Bench {
         for id in ids {
             let t = &self.trees[id];
             let ms = |d: Option<Duration>| d.map_or(String::new(), |d| format!("{:.1}", d.as_secs_f64() * 1000.0));
-            csv.push_str(&format!(
-                "{id},{},{},{},{:.3},{},{},{},{}\n",
+            let _ = writeln!(
+                csv,
+                "{id},{},{},{},{:.3},{},{},{},{}",
                 t.burst,
                 t.stubborn,
                 t.killed_at.map_or(String::new(), |k| k.saturating_duration_since(t.created).as_millis().to_string()),
@@ -1043,42 +1059,39 @@ impl Bench {
                 ms(t.server_latency),
                 t.measured,
                 t.members.iter().map(|m| m.pid.to_string()).collect::<Vec<_>>().join(" ")
-            ));
+            );
         }
         let _ = std::fs::write(self.dir.join(format!("trees-{mode}.csv")), csv);
         for t in self.trees.values_mut().filter(|t| t.phase == phase && !t.burst) {
             r.created += 1;
             r.stubborn += usize::from(t.stubborn);
             r.steady_measured += t.measured;
-            match t.tree_latency {
-                Some(l) => {
-                    r.reaped += 1;
-                    r.late += usize::from(l > bnd);
-                    r.tree_lat_ms.push(l.as_secs_f64() * 1000.0);
-                    if let Some(s) = t.server_latency {
-                        r.server_lat_ms.push(s.as_secs_f64() * 1000.0);
-                    }
+            if let Some(l) = t.tree_latency {
+                r.reaped += 1;
+                r.late += usize::from(l > bnd);
+                r.tree_lat_ms.push(l.as_secs_f64() * 1000.0);
+                if let Some(s) = t.server_latency {
+                    r.server_lat_ms.push(s.as_secs_f64() * 1000.0);
                 }
-                None => {
-                    r.missed += 1;
-                    let alive: Vec<String> = t
-                        .members
-                        .iter()
-                        .filter(|m| m.gone_at.is_none())
-                        .map(|m| format!("{} ({})", m.pid, m.argv))
-                        .collect();
-                    self.errors.push(format!(
-                        "[{mode}] MISSED orphan tree (host {}, killed {:?} ago): still alive: {}",
-                        t.host,
-                        t.killed_at.map(|k| k.elapsed()),
-                        alive.join(", ")
-                    ));
-                    // Don't leave it running.
-                    for m in t.members.iter().filter(|m| m.gone_at.is_none()) {
-                        let _ = rustix::process::pidfd_send_signal(&m.fd, Signal::KILL);
-                    }
-                    t.abandoned = true;
+            } else {
+                r.missed += 1;
+                let alive: Vec<String> = t
+                    .members
+                    .iter()
+                    .filter(|m| m.gone_at.is_none())
+                    .map(|m| format!("{} ({})", m.pid, m.argv))
+                    .collect();
+                self.errors.push(format!(
+                    "[{mode}] MISSED orphan tree (host {}, killed {:?} ago): still alive: {}",
+                    t.host,
+                    t.killed_at.map(|k| k.elapsed()),
+                    alive.join(", ")
+                ));
+                // Don't leave it running.
+                for m in t.members.iter().filter(|m| m.gone_at.is_none()) {
+                    let _ = rustix::process::pidfd_send_signal(&m.fd, Signal::KILL);
                 }
+                t.abandoned = true;
             }
         }
         if let Some(s) = &end_status {
@@ -1185,6 +1198,7 @@ impl Bench {
     }
 }
 
+#[allow(clippy::too_many_lines)] // the whole run, phase by phase, read top to bottom
 fn main() {
     if let Ok(spec) = std::env::var(NODE_ENV) {
         node_main(&spec);
@@ -1212,7 +1226,7 @@ fn main() {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(3.0f64)
                 .max(0.2),
-            burst: env_num("MCP_REAPER_LOAD_BURST", 100) as usize,
+            burst: usize::try_from(env_num("MCP_REAPER_LOAD_BURST", 100)).expect("MCP_REAPER_LOAD_BURST"),
             log_level: std::env::var("MCP_REAPER_LOAD_LOG").unwrap_or_else(|_| "info".into()),
             modes: std::env::var("MCP_REAPER_LOAD_MODES")
                 .unwrap_or_else(|_| "events,pidfd".into())
@@ -1232,13 +1246,12 @@ fn main() {
     let pid_max = read_num("/proc/sys/kernel/pid_max");
     let threads_max = read_num("/proc/sys/kernel/threads-max");
     let running = std::fs::read_dir("/proc")
-        .map(|d| d.flatten().filter(|e| e.file_name().to_str().is_some_and(|s| s.parse::<u32>().is_ok())).count())
-        .unwrap_or(0) as u64;
+        .map_or(0, |d| d.flatten().filter(|e| e.file_name().to_str().is_some_and(|s| s.parse::<u32>().is_ok())).count())
+        as u64;
     let need_pids = p.procs + p.churn + 4 * p.burst as u64 + 500;
     assert!(
         running + need_pids < pid_max.min(threads_max) * 9 / 10,
-        "{} processes would come near pid_max {pid_max} / threads-max {threads_max} ({running} running now)",
-        need_pids
+        "{need_pids} processes would come near pid_max {pid_max} / threads-max {threads_max} ({running} running now)"
     );
     let avail_kib = meminfo_kib("MemAvailable:");
     let need_kib = p.procs * 100 + 2 * p.burst as u64 * BURST_TOUCH_MIB * 1024 + 1024 * 1024;
@@ -1301,7 +1314,7 @@ fn main() {
     while left > 0 {
         let n = left.min(per_helper);
         let mut idle = Node::new(&["lt-idle", &format!("{helpers}")], "helper").report();
-        idle.idle_forks = n as u32;
+        idle.idle_forks = u32::try_from(n).expect("idle forks");
         b.spawn(&idle);
         helpers += 1;
         left -= n;
@@ -1341,7 +1354,7 @@ fn main() {
     for (i, argv) in host_argvs.iter().enumerate() {
         let mut host = Node::new(argv, "live-host").report();
         host.spawn_per_sec = churn_f * 0.15 / host_argvs.len() as f64;
-        host.spawn = mcp_churn.clone();
+        host.spawn.clone_from(&mcp_churn);
         host = host
             .child(
                 Node::new(&["npm", "exec", "@playwright/mcp@latest"], "live").report().child(
@@ -1450,7 +1463,7 @@ fn main() {
     let row = |name: &str, f: &dyn Fn(&PhaseResult) -> String| {
         let mut line = format!("  {name:<52}");
         for r in &results {
-            line.push_str(&format!(" {:>22}", f(r)));
+            let _ = write!(line, " {:>22}", f(r));
         }
         println!("{line}");
     };

@@ -18,7 +18,7 @@ use mcp_reaper::scan::ProcFs;
 
 /// A one-process order, read the way a scan reads it.
 fn order(procfs: &ProcFs, pid: u32) -> Order {
-    let pid = Pid::new(pid as i32).expect("child pid");
+    let pid = Pid::new(pid.cast_signed()).expect("child pid");
     let mut p = procfs.process(pid).expect("child is alive");
     while !p.identity_settled() {
         // Read within its start tick: the policy would wait for the next scan too.
@@ -32,9 +32,9 @@ fn order(procfs: &ProcFs, pid: u32) -> Order {
 fn spawn(cmd: &str) -> Child {
     let child = Command::new("sh").arg("-c").arg(cmd).spawn().expect("spawn");
     let procfs = ProcFs::default();
-    let pid = Pid::new(child.id() as i32).unwrap();
+    let pid = Pid::new(child.id().cast_signed()).unwrap();
     let t = Instant::now();
-    while procfs.stat(pid).map(|s| s.comm != "sleep").unwrap_or(true) && t.elapsed() < Duration::from_secs(2) {
+    while procfs.stat(pid).is_none_or(|s| s.comm != "sleep") && t.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(1));
     }
     child
@@ -63,7 +63,7 @@ fn main() {
     let mut poll_ms = Vec::new();
     for _ in 0..runs {
         let mut c = spawn("exec sleep 600");
-        let pid = Pid::new(c.id() as i32).unwrap();
+        let pid = Pid::new(c.id().cast_signed()).unwrap();
         let t = Instant::now();
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(pid.get()).unwrap(),

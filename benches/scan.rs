@@ -2,7 +2,7 @@
 //! and `/proc/*/cmdline` once, and next to `ps`.
 //!
 //! Starts `MCP_REAPER_BENCH_PROCS` (default 5,000) idle `sleep` processes as
-//! children of this bench (each also dies with it: PR_SET_PDEATHSIG), then
+//! children of this bench (each also dies with it: `PR_SET_PDEATHSIG`), then
 //! times, round-robin so drift hits all alike, `MCP_REAPER_BENCH_REPS`
 //! (default 15) runs of:
 //!
@@ -81,7 +81,7 @@ fn raw_pass() -> usize {
 
 fn run_quiet(cmd: &mut Command) {
     let st = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
-    assert!(st.as_ref().is_ok_and(|s| s.success()), "{cmd:?}: {st:?}");
+    assert!(st.as_ref().is_ok_and(std::process::ExitStatus::success), "{cmd:?}: {st:?}");
 }
 
 struct Series {
@@ -104,6 +104,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+#[allow(clippy::too_many_lines)] // the whole bench, read top to bottom
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs it once quickly.
     let quick = std::env::args().all(|a| a != "--bench");

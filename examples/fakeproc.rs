@@ -68,6 +68,10 @@
 //! reaps its children (and the orphans it adopts) instead of sleeping, so
 //! killed test processes don't linger as zombies.
 
+// This program stands in for other programs (hosts, servers, forking
+// helpers) and needs raw system calls; every block has a `// SAFETY:` note.
+#![allow(unsafe_code)]
+
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::fd::{IntoRawFd, OwnedFd};
@@ -109,6 +113,7 @@ impl Arg {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[allow(clippy::struct_excessive_bools)] // the switches of the JSON spec
 struct Spec {
     argv: Vec<Arg>,
     #[serde(default)]
@@ -159,8 +164,9 @@ extern "C" fn exit_on_term(_: libc::c_int) {
     // on this stack frame.
     unsafe {
         if ms > 0 {
-            let ts = libc::timespec { tv_sec: (ms / 1000) as libc::time_t, tv_nsec: ((ms % 1000) * 1_000_000) as _ };
-            libc::nanosleep(&ts, std::ptr::null_mut());
+            let ts =
+                libc::timespec { tv_sec: (ms / 1000).cast_signed(), tv_nsec: ((ms % 1000) * 1_000_000).cast_signed() };
+            libc::nanosleep(&raw const ts, std::ptr::null_mut());
         }
         libc::_exit(0)
     }
@@ -190,12 +196,13 @@ extern "C" fn note_term(_: libc::c_int) {
     // write, into a buffer on this stack frame.
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
+    // CLOCK_MONOTONIC is never negative.
+    let ns = ts.tv_sec.cast_unsigned() * 1_000_000_000 + ts.tv_nsec.cast_unsigned();
     let mut buf = [0u8; 64];
     let mut at = 0;
     // SAFETY: getpid cannot fail.
-    push_decimal(&mut buf, &mut at, unsafe { libc::getpid() } as u64);
+    push_decimal(&mut buf, &mut at, u64::from(unsafe { libc::getpid() }.cast_unsigned()));
     for &b in b" TERM " {
         buf[at] = b;
         at += 1;
@@ -276,12 +283,13 @@ fn usr1_set() -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise the set they are given.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, libc::SIGUSR1);
         set
     }
 }
 
+#[allow(clippy::too_many_lines)] // the spec's switches, applied in order
 fn main() {
     let text = std::env::var("FAKEPROC").unwrap_or_else(|_| fail("FAKEPROC is not set"));
     let spec: Spec = serde_json::from_str(&text).unwrap_or_else(|e| fail(&format!("bad FAKEPROC spec: {e}")));
@@ -328,7 +336,7 @@ fn main() {
         // for sigwait below instead of killing the process.
         let set = usr1_set();
         // SAFETY: a valid, initialised set; no old set is asked for.
-        if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } != 0 {
+        if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut()) } != 0 {
             fail("pthread_sigmask failed");
         }
     }
@@ -343,7 +351,7 @@ fn main() {
 
     // Private, touched memory, held until the process ends.
     if spec.touch_mib > 0 {
-        let mut mem = vec![0u8; (spec.touch_mib as usize) << 20];
+        let mut mem = vec![0u8; usize::try_from(spec.touch_mib).expect("touch_mib") << 20];
         for page in mem.chunks_mut(4096) {
             page[0] = 1;
         }
@@ -393,7 +401,7 @@ fn main() {
         let mut sig: libc::c_int = 0;
         // SAFETY: a valid set and a valid out-pointer. SIGUSR1 is blocked
         // (above), so it is only ever taken here.
-        while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+        while unsafe { libc::sigwait(&raw const set, &raw mut sig) } != 0 {}
         for child in &spec.on_usr1 {
             spawn_child(&exe, child);
         }

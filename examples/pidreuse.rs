@@ -50,14 +50,14 @@ fn spawn_sleep() -> Child {
 
 /// The child as a scan reads it.
 fn read(procfs: &ProcFs, child: &Child) -> Process {
-    let pid = Pid::new(child.id() as i32).unwrap_or_else(|| fail("child pid"));
+    let pid = Pid::new(child.id().cast_signed()).unwrap_or_else(|| fail("child pid"));
     procfs.process(pid).unwrap_or_else(|| fail("a child just spawned has no /proc entry"))
 }
 
 /// Clock ticks since boot now, on the clock start times are counted in.
 fn now_ticks(tck: u64) -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    (t.tv_sec as u64) * tck + (t.tv_nsec as u64) * tck / 1_000_000_000
+    t.tv_sec.cast_unsigned() * tck + t.tv_nsec.cast_unsigned() * tck / 1_000_000_000
 }
 
 fn kill_and_wait(mut c: Child) {
@@ -103,7 +103,7 @@ fn main() {
         std::fs::write("/proc/sys/kernel/ns_last_pid", format!("{}", a_id.pid.get() - 1))
             .unwrap_or_else(|e| fail(&format!("writing ns_last_pid: {e}")));
         let mut b = spawn_sleep();
-        if b.id() as i32 != a_id.pid.get() {
+        if b.id().cast_signed() != a_id.pid.get() {
             kill_and_wait(b);
             continue;
         }

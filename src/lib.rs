@@ -5,23 +5,9 @@
 //! (verdicts) → `reap` (signals) → `report` (words and JSON).
 //! Only `scan` reads the system and only `reap` (through `sys`) changes it.
 
-// Clippy's pedantic group holds for all of `src/` (CI runs clippy with
-// `-D warnings`). Left out, on purpose: this library serves two binaries and
-// is no published API, so `#[must_use]` on every getter and `# Errors` /
-// `# Panics` sections on every function would be noise; names that repeat
-// their module (`scan::ScanError`) and short or similar local names
-// (`pid`/`ppid`, `a`/`j`) read better here than their alternatives; floats
-// only ever hold display values and ages, where 52 bits are plenty.
-#![warn(clippy::pedantic)]
-#![allow(
-    clippy::must_use_candidate,
-    clippy::missing_errors_doc,
-    clippy::missing_panics_doc,
-    clippy::module_name_repetitions,
-    clippy::similar_names,
-    clippy::many_single_char_names,
-    clippy::cast_precision_loss
-)]
+// Lints (clippy's pedantic group and what it leaves out, `unsafe_code`
+// denied but in `sys`) are set for every target in Cargo.toml `[lints]`.
+
 // Unit tests compare exact expected floats, spell out fixture numbers as the
 // kernel prints them, and build small identities from loop counters.
 #![cfg_attr(

@@ -1,6 +1,10 @@
 //! The only module with `unsafe`: system calls that no safe wrapper offers.
 //! Everything else goes through rustix's safe API.
 
+// The one module of the library allowed `unsafe` (Cargo.toml denies it
+// elsewhere); every block carries a `// SAFETY:` comment.
+#![allow(unsafe_code)]
+
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 

@@ -23,6 +23,7 @@ mod daemon;
 #[path = "configs/socket_dir.rs"]
 mod socket_dir;
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Instant;
@@ -173,7 +174,7 @@ fn expects_of(rel: &Path, bytes: &[u8]) -> Vec<Expect> {
 /// Cases that are better generated than committed: bytes that editors and
 /// git tooling like to "fix", and a file over the size cap.
 fn generated() -> Vec<Case> {
-    let over = MAX_FILE_BYTES as usize + 1;
+    let over = usize::try_from(MAX_FILE_BYTES).unwrap() + 1;
     let mut huge = b"[reaper]\ngrace_secs = 30\n".to_vec();
     while huge.len() < over {
         huge.extend_from_slice(b"# padding padding padding padding padding padding padding padding\n");
@@ -286,11 +287,11 @@ fn a_large_config_with_thousands_of_patterns_is_accepted() {
     let tmp = TempDir::new("large-config");
     let mut t = String::from("[patterns]\nservers = [\n");
     for i in 0..2000 {
-        t.push_str(&format!("  '(^|/)internal-mcp-{i:04}( |$)',\n"));
+        writeln!(t, "  '(^|/)internal-mcp-{i:04}( |$)',").unwrap();
     }
     t.push_str("]\n");
     let pad = "# a long comment to bring the file near the size cap: padding padding padding\n";
-    while t.len() + pad.len() <= MAX_FILE_BYTES as usize {
+    while t.len() + pad.len() <= usize::try_from(MAX_FILE_BYTES).unwrap() {
         t.push_str(pad);
     }
     let path = tmp.write("config.toml", &t);

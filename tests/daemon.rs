@@ -38,7 +38,7 @@ fn playwright_sandbox() -> Sandbox {
 }
 
 fn send_signal(pid: u32, sig: Signal) {
-    let p = rustix::process::Pid::from_raw(pid as i32).expect("a positive pid");
+    let p = rustix::process::Pid::from_raw(pid.cast_signed()).expect("a positive pid");
     let _ = rustix::process::kill_process(p, sig);
 }
 

@@ -2,6 +2,7 @@
 //! (and `config/default.toml`) into committed files. This test fails when they
 //! are stale; `UPDATE_DOCS=1 cargo test --test docs` rewrites them.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
@@ -27,7 +28,7 @@ fn config_man() -> Vec<u8> {
     let text = mcp_reaper::config::DEFAULT_TOML;
     let esc = |l: &str| l.replace('\\', "\\\\").replace('-', "\\-");
     let mut o = String::new();
-    o.push_str(&format!(".TH MCP-REAPER.TOML 5 \"\" \"mcp-reaper {}\" \"File Formats\"\n", env!("CARGO_PKG_VERSION")));
+    writeln!(o, ".TH MCP-REAPER.TOML 5 \"\" \"mcp-reaper {}\" \"File Formats\"", env!("CARGO_PKG_VERSION")).unwrap();
     o.push_str(".SH NAME\nmcp-reaper.toml \\- configuration of mcp\\-reaperd and reaperctl\n");
     o.push_str(".SH SYNOPSIS\n/etc/mcp\\-reaper/config.toml, /etc/mcp\\-reaper/config.d/*.toml\n.br\n~/.config/mcp\\-reaper/config.toml (user daemon)\n");
     o.push_str(".SH DESCRIPTION\nThe defaults below are embedded in the binaries. A config file only needs the keys it changes; drop\\-ins in config.d/ are applied after it in name order; a list that is set replaces the default list. Invalid files are refused with file:line:column and key path (exit 78); a running daemon keeps its previous configuration. Check a file with \\fBreaperctl validate \\-\\-config\\fR \\fIPATH\\fR.\n");

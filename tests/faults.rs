@@ -49,7 +49,7 @@ fn pids(sb: &Sandbox, tag: &str) -> (i32, i32, i32) {
 }
 
 fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis().try_into().unwrap()
 }
 
 /// Start time (field 22 of `/proc/PID/stat`, clock ticks), for a state file.
@@ -134,7 +134,7 @@ impl Daemon {
             } else {
                 String::new()
             };
-            let script: String = steps.iter().map(|s| format!("{s} && ")).collect();
+            let script: String = steps.iter().flat_map(|s| [s, " && "]).collect();
             let mut c = if how.in_namespace.is_some() {
                 let mut c = Command::new("unshare");
                 c.args(["--mount", "--", "sh"]);
@@ -168,7 +168,7 @@ impl Daemon {
     }
 
     fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.child.id().cast_signed()
     }
 
     fn running(&mut self) -> bool {
@@ -317,6 +317,7 @@ enum StateFault {
 /// Starts a daemon whose state file has `fault`, reaps three orphans one
 /// after the other (each a grace-book change, so a write), and checks that
 /// the problem was logged once and the daemon kept working.
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 fn state_fault(test: &str, fault: StateFault) {
     let needs_root = matches!(fault, StateFault::FullFilesystem);
     if needs_root && !is_root() {

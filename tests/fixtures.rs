@@ -191,6 +191,7 @@ fn hostile_comm_fields_parse_right() {
     assert_eq!(m["role"], "server");
     assert_eq!(d["root_start_time"], 7_654_321);
     let tck = rustix::param::clock_ticks_per_second() as f64;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // whole seconds, clamped at 0
     let age = (100_000.0 - 7_654_321.0 / tck).max(0.0) as u64;
     assert_eq!(m["age_secs"], age, "age from uptime and start time");
 

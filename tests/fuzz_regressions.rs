@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect();
+    let mut v: Vec<PathBuf> =
+        rd.filter_map(std::result::Result::ok).map(|e| e.path()).filter(|p| p.is_file()).collect();
     v.sort();
     v
 }

@@ -51,7 +51,7 @@ fn orphan_tree(i: usize) -> Spec {
     Spec::new(&h).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]).child(server.child(chrome)))
 }
 
-/// Pss + SwapPss of a process, in bytes, from `/proc/PID/smaps_rollup`.
+/// Pss + `SwapPss` of a process, in bytes, from `/proc/PID/smaps_rollup`.
 fn pss_swap_pss(pid: i32) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         .unwrap_or_else(|e| panic!("reading smaps_rollup of {pid}: {e}"));
@@ -80,11 +80,12 @@ struct Tree {
     /// npm, node, chrome: npm is the tree's root once the host is gone.
     members: [i32; 3],
     stubborn: bool,
-    /// Pss + SwapPss of the members just before the reaper ran.
+    /// Pss + `SwapPss` of the members just before the reaper ran.
     measured: u64,
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 fn hundred_orphan_trees_are_reaped_in_about_one_timeout_with_correct_memory_accounting() {
     assert_eq!((0..TREES).filter(|&i| stubborn(i)).count(), STUBBORN, "the stubborn pattern is off");
     let live_server = ["node", "/home/u/.npm/_npx/beef/node_modules/.bin/context7-mcp"];
@@ -153,7 +154,7 @@ fn hundred_orphan_trees_are_reaped_in_about_one_timeout_with_correct_memory_acco
     assert_eq!(num(&summary["escalations"]), STUBBORN as u64, "one escalation per stubborn tree: {summary:#}");
     assert_eq!(num(&summary["failures"]), 0, "{summary:#}");
 
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let mib = |b: u64| b as f64 / f64::from(1 << 20);
     let (mut reported_total, mut measured_total, mut worst_diff, mut max_took) = (0u64, 0u64, 0f64, 0u64);
     for t in &trees {
         let o =

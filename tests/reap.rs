@@ -158,7 +158,7 @@ fn stubborn_sandbox() -> Sandbox {
 struct Escalation {
     v: Value,
     npm: i32,
-    /// CLOCK_MONOTONIC ns: mcp-reaperd spawned, the server's SIGTERM arrived, it died.
+    /// `CLOCK_MONOTONIC` ns: mcp-reaperd spawned, the server's SIGTERM arrived, it died.
     started_ns: u64,
     term_ns: u64,
     died_ns: u64,
@@ -368,7 +368,7 @@ fn bystander_in_the_orphans_process_group_survives() {
         (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
     // Nobody called setpgid: the orphan, the bystander and this test runner
     // are in one process group. Signalling that group would kill them all.
-    let me = std::process::id() as i32;
+    let me = std::process::id().cast_signed();
     let group = pgid_of(me).expect("own pgid");
     for p in [npm, node, bystander] {
         assert_eq!(pgid_of(p), Some(group), "{p} shares the test runner's process group");
@@ -658,7 +658,7 @@ fn nonexistent_scope_exits_64() {
 }
 
 /// A scan that cannot list /proc is the same failure, with the same status,
-/// from both binaries: 72 (EX_OSFILE, a system file cannot be read).
+/// from both binaries: 72 (`EX_OSFILE`, a system file cannot be read).
 #[test]
 fn unreadable_proc_exits_72_from_both_binaries() {
     let sb = Sandbox::new(vec![playwright_under_claude()]);

@@ -164,7 +164,11 @@ fn once_dry_run_output_and_log_lines_mask_secrets() {
     assert_masked("mcp-reaperd --once", &all, &["would reap orphan tree", "--token ***", "host claude --api-key=***"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json ({e}): {all}"));
     let o = &v["outcomes"][0];
-    assert_eq!((o["root"]["pid"].as_i64(), o["dry_run"].as_bool()), (Some(w.orphan_root as i64), Some(true)), "{v:#}");
+    assert_eq!(
+        (o["root"]["pid"].as_i64(), o["dry_run"].as_bool()),
+        (Some(i64::from(w.orphan_root)), Some(true)),
+        "{v:#}"
+    );
     assert!(o["root_cmd"].as_str().is_some_and(|c| c.contains("--token ***")), "{v:#}");
     w.sb.assert_alive(&[w.orphan_root]);
 }
@@ -180,7 +184,7 @@ struct Stopped(Child);
 
 impl Drop for Stopped {
     fn drop(&mut self) {
-        if let Some(p) = rustix::process::Pid::from_raw(self.0.id() as i32) {
+        if let Some(p) = rustix::process::Pid::from_raw(self.0.id().cast_signed()) {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
         }
         if !wait_until(Duration::from_secs(5), || !matches!(self.0.try_wait(), Ok(None))) {

@@ -42,7 +42,7 @@ fn only_tree(v: &Value) -> &Value {
 }
 
 fn member_pids(t: &Value) -> Vec<i32> {
-    t["members"].as_array().unwrap().iter().map(|m| m["pid"].as_i64().unwrap() as i32).collect()
+    t["members"].as_array().unwrap().iter().map(|m| i32::try_from(m["pid"].as_i64().unwrap()).unwrap()).collect()
 }
 
 fn reason(t: &Value) -> &str {
@@ -50,7 +50,7 @@ fn reason(t: &Value) -> &str {
 }
 
 fn pids(v: &Value, key: &str) -> Vec<i32> {
-    v[key].as_array().unwrap().iter().map(|p| p.as_i64().unwrap() as i32).collect()
+    v[key].as_array().unwrap().iter().map(|p| i32::try_from(p.as_i64().unwrap()).unwrap()).collect()
 }
 
 // ------------------------------------------------------------------ verdicts

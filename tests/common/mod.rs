@@ -158,7 +158,7 @@ pub fn fakeproc_path() -> &'static Path {
 pub fn example_path(name: &str) -> PathBuf {
     // One build at a time: parallel tests would otherwise race on cargo's lock.
     static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = BUILD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let me = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/<test-binary>
     let profile_dir = me
@@ -188,6 +188,7 @@ pub fn example_path(name: &str) -> PathBuf {
 
 /// One process of a fake tree (see examples/fakeproc.rs).
 #[derive(Clone, Debug)]
+#[allow(clippy::struct_excessive_bools)] // the switches of fakeproc's JSON spec
 pub struct Spec {
     argv: Vec<Value>,
     children: Vec<Spec>,
@@ -445,10 +446,11 @@ pub fn descendants_of(root: i32) -> Vec<i32> {
     out
 }
 
-/// CLOCK_MONOTONIC now, in nanoseconds (the clock [`Sandbox::term_notes`] uses).
+/// `CLOCK_MONOTONIC` now, in nanoseconds (the clock [`Sandbox::term_notes`] uses).
 pub fn monotonic_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    // CLOCK_MONOTONIC is never negative.
+    t.tv_sec.cast_unsigned() * 1_000_000_000 + t.tv_nsec.cast_unsigned()
 }
 
 /// Polls `cond` every 10 ms until it holds or `timeout` passes.
@@ -547,7 +549,7 @@ impl Sandbox {
     }
 
     pub fn scope_pid(&self) -> i32 {
-        self.scope.id() as i32
+        self.scope.id().cast_signed()
     }
 
     pub fn dir(&self) -> &TempDir {
@@ -645,6 +647,7 @@ impl Sandbox {
     }
 
     /// Asserts that each of `pids` still runs (not a zombie).
+    #[allow(clippy::unused_self)] // a sandbox method, so a test reads `sb.assert_alive(..)`
     pub fn assert_alive(&self, pids: &[i32]) {
         for &p in pids {
             assert!(alive(p), "sandbox process {p} should still be alive: {:?}", stat_of(p));
@@ -696,6 +699,7 @@ impl Drop for Sandbox {
 
 // ---------------------------------------------------------------- JSON and text
 
+#[allow(clippy::needless_pass_by_value)] // called with literals and numbers: `s("x")`, `s(pid)`
 pub fn s(x: impl ToString) -> String {
     x.to_string()
 }

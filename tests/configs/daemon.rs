@@ -85,7 +85,7 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            if let Some(p) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            if let Some(p) = rustix::process::Pid::from_raw(self.child.id().cast_signed()) {
                 let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
             }
             let stopped = common::wait_until(Duration::from_secs(5), || matches!(self.child.try_wait(), Ok(Some(_))));
@@ -212,7 +212,7 @@ fn editing_the_target_of_a_symlinked_config_reloads_it() {
     assert!(!d.log_text().contains("SIGHUP"), "{}", d.log_text());
 }
 
-/// A Kubernetes ConfigMap volume: `config.toml -> ..data/config.toml`, and
+/// A Kubernetes `ConfigMap` volume: `config.toml -> ..data/config.toml`, and
 /// an update swaps `..data` to a new timestamped directory.
 #[test]
 fn a_configmap_style_data_swap_reloads_the_config() {

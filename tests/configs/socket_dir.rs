@@ -1,5 +1,5 @@
 //! The fallback socket directory (`$TMPDIR/mcp-reaper-UID`, used without
-//! XDG_RUNTIME_DIR) is refused when it is not ours alone.
+//! `XDG_RUNTIME_DIR`) is refused when it is not ours alone.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -12,7 +12,7 @@ use super::common::{self, Sandbox, TempDir, s, text};
 // ------------------------------------------------------------------ the socket's directory
 
 /// Runs `mcp-reaperd` (as `uid`, through setpriv when that is not ours)
-/// with no XDG_RUNTIME_DIR and `TMPDIR=tmp`, so its socket falls back to
+/// with no `XDG_RUNTIME_DIR` and `TMPDIR=tmp`, so its socket falls back to
 /// `tmp/mcp-reaper-UID/mcp-reaper/control.sock`.
 fn daemon_without_runtime_dir(sb: &Sandbox, tmp: &Path, uid: u32) -> Child {
     let config = sb.dir().config(60, "");
@@ -51,7 +51,7 @@ fn refused(mut child: Child) -> (Option<i32>, String) {
     (out.status.code(), text(&out.stderr))
 }
 
-/// Without XDG_RUNTIME_DIR a user daemon's socket falls back to
+/// Without `XDG_RUNTIME_DIR` a user daemon's socket falls back to
 /// `$TMPDIR/mcp-reaper-UID`, a name anyone may take first. The daemon refuses
 /// that directory when others may write it or another user owns it (exit
 /// 73, naming the directory and the problem), and makes it 0700 when missing.

@@ -78,7 +78,7 @@ fn reference_stat(buf: &[u8]) -> Option<Stat> {
         flags: field(9)?.parse().ok()?,
         num_threads: field(20)?.parse().ok()?,
         start_time: field(22)?.parse().ok()?,
-        rss_pages: field(24)?.parse::<i64>().ok()?.max(0) as u64,
+        rss_pages: u64::try_from(field(24)?.parse::<i64>().ok()?.max(0)).ok()?,
     })
 }
 
@@ -88,7 +88,7 @@ fn reference_stat(buf: &[u8]) -> Option<Stat> {
 /// field it reads comes back.
 pub fn proc_stat_structured(data: &[u8]) {
     let mut inp = Input::new(data);
-    let pid = (inp.u32() % i32::MAX as u32) as i32 + 1;
+    let pid = i32::try_from(inp.u32() % i32::MAX.cast_unsigned()).unwrap() + 1;
     let comm_len = inp.below(40);
     let comm = inp.bytes(comm_len).to_vec();
     let state = match inp.byte() {
@@ -142,11 +142,11 @@ pub fn proc_stat_structured(data: &[u8]) {
         ppid,
         pgrp,
         session,
-        tty_nr: tty as u32,
+        tty_nr: tty.cast_unsigned(),
         flags,
         num_threads,
         start_time,
-        rss_pages: rss.max(0) as u64,
+        rss_pages: u64::try_from(rss.max(0)).unwrap(),
     };
     assert_eq!(parse::parse_stat(&line), Ok(want), "line {:?}", String::from_utf8_lossy(&line));
 }
@@ -228,7 +228,7 @@ pub fn config(data: &[u8]) {
             );
             let _ = c.term_timeout(); // panics on a negative or non-finite value
             for p in [&c.socket, &c.state_file, &c.metrics_textfile].into_iter().flatten() {
-                assert!(p.is_absolute(), "relative path {p:?} accepted");
+                assert!(p.is_absolute(), "relative path {} accepted", p.display());
             }
             assert_eq!(c.sources.len(), 2);
             assert_eq!(c.sources[1], name);
@@ -305,10 +305,11 @@ pub fn ctl_frame(data: &[u8]) {
     }
 }
 
-/// Equal JSON, except that floats may differ in the last place: serde_json
+/// Equal JSON, except that floats may differ in the last place: `serde_json`
 /// without its `float_roundtrip` feature parses some 17-digit floats one ulp
 /// off (`-7.312715117751977e-234` reads back as `…976e-234`), so a reply's
 /// `uptime_secs` can drift by one ulp per trip. Anything more is a bug.
+#[allow(clippy::float_cmp)] // exact equality first, then one ulp apart
 fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     use serde_json::Value;
     match (a, b) {
@@ -326,8 +327,8 @@ fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
 
 // ---- netlink proc connector -------------------------------------------------
 
-/// Smallest netlink message that yields an event: header, cn_msg, and the
-/// 16-byte proc_event head plus the 8 bytes of the shortest event (exec, exit).
+/// Smallest netlink message that yields an event: header, `cn_msg`, and the
+/// 16-byte `proc_event` head plus the 8 bytes of the shortest event (exec, exit).
 const MIN_EVENT_MSG: usize = 16 + 20 + 16 + 8;
 
 /// Arbitrary datagrams: no panic, no event without a whole message behind it,
@@ -369,8 +370,9 @@ pub fn netlink_structured(data: &[u8]) {
             _ => inp.below(6),
         };
         // Small pids most of the time so the equality checks are exercised.
-        let fields: Vec<u32> =
-            (0..nfields).map(|_| if inp.byte() & 1 == 0 { inp.below(4) as u32 } else { inp.u32() }).collect();
+        let fields: Vec<u32> = (0..nfields)
+            .map(|_| if inp.byte() & 1 == 0 { u32::try_from(inp.below(4)).unwrap() } else { inp.u32() })
+            .collect();
         let extra = inp.below(7); // bytes past the event, making the length unaligned
         let error_msg = kind & 0x20 != 0 && kind & 0x40 != 0;
         let foreign = kind & 0x80 != 0 && kind & 0x40 != 0;
@@ -383,7 +385,7 @@ pub fn netlink_structured(data: &[u8]) {
         }
         ev.extend(std::iter::repeat_n(0xa5, extra));
         let len = 16 + 20 + ev.len();
-        buf.extend_from_slice(&(len as u32).to_ne_bytes());
+        buf.extend_from_slice(&u32::try_from(len).unwrap().to_ne_bytes());
         buf.extend_from_slice(&(if error_msg { 2u16 } else { 3u16 }).to_ne_bytes());
         buf.extend_from_slice(&0u16.to_ne_bytes()); // flags
         buf.extend_from_slice(&inp.u32().to_ne_bytes()); // seq
@@ -392,7 +394,7 @@ pub fn netlink_structured(data: &[u8]) {
         buf.extend_from_slice(&1u32.to_ne_bytes()); // val
         buf.extend_from_slice(&0u32.to_ne_bytes()); // seq
         buf.extend_from_slice(&0u32.to_ne_bytes()); // ack
-        buf.extend_from_slice(&(ev.len() as u16).to_ne_bytes());
+        buf.extend_from_slice(&u16::try_from(ev.len()).unwrap().to_ne_bytes());
         buf.extend_from_slice(&0u16.to_ne_bytes()); // flags
         buf.extend_from_slice(&ev);
         while buf.len() % 4 != 0 {
@@ -401,7 +403,7 @@ pub fn netlink_structured(data: &[u8]) {
         if error_msg || foreign {
             continue;
         }
-        let p = |i: usize| Pid::new(fields[i] as i32);
+        let p = |i: usize| Pid::new(fields[i].cast_signed());
         match what {
             0x0000_0001 => {
                 if let (Some(parent), Some(child_pid), Some(child)) = (p(1), p(2), p(3))
