@@ -15,21 +15,21 @@
     allow(clippy::float_cmp, clippy::unreadable_literal, clippy::cast_sign_loss, clippy::cast_possible_truncation)
 )]
 
-pub mod atomic;
+pub(crate) mod atomic;
 pub mod config;
 pub mod ctl;
 pub mod cycle;
 pub mod daemon;
 pub mod exit;
 pub mod ids;
-pub mod names;
-pub mod paths;
+pub(crate) mod names;
+pub(crate) mod paths;
 pub mod policy;
 pub mod program;
 pub mod reap;
-pub mod redact;
-pub mod report;
+pub(crate) mod redact;
+pub(crate) mod report;
 pub mod scan;
-pub mod state;
+pub(crate) mod state;
 pub mod sys;
-pub mod tree;
+pub(crate) mod tree;

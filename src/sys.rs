@@ -18,20 +18,20 @@ const PIDFD_SIGNAL_PROCESS_GROUP: libc::c_uint = 1 << 2;
 
 /// Opens a pidfd. The caller must re-check the process's start time afterwards:
 /// the pid may have been reused before this call.
-pub fn pidfd_open(pid: Pid) -> io::Result<OwnedFd> {
+pub(crate) fn pidfd_open(pid: Pid) -> io::Result<OwnedFd> {
     let raw = rustix::process::Pid::from_raw(pid.get()).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
     rustix::process::pidfd_open(raw, PidfdFlags::empty()).map_err(io::Error::from)
 }
 
 /// Signals exactly the process behind `pidfd`, never a reused pid.
-pub fn pidfd_signal(pidfd: BorrowedFd<'_>, sig: Signal) -> io::Result<()> {
+pub(crate) fn pidfd_signal(pidfd: BorrowedFd<'_>, sig: Signal) -> io::Result<()> {
     rustix::process::pidfd_send_signal(pidfd, sig).map_err(io::Error::from)
 }
 
 /// Signals the whole process group led by the process behind `leader`.
 /// Fails with EINVAL on kernels before 6.9; callers fall back to per-member
 /// signals.
-pub fn pidfd_signal_group(leader: BorrowedFd<'_>, sig: Signal) -> io::Result<()> {
+pub(crate) fn pidfd_signal_group(leader: BorrowedFd<'_>, sig: Signal) -> io::Result<()> {
     // SAFETY: pidfd_send_signal(2) takes (int pidfd, int sig, siginfo_t *info,
     // unsigned int flags). `leader` is a live fd borrowed for this call, the
     // signal number comes from a valid `Signal`, a null `info` asks the kernel
@@ -49,15 +49,8 @@ pub fn pidfd_signal_group(leader: BorrowedFd<'_>, sig: Signal) -> io::Result<()>
     if ret == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
-/// Makes this process a child subreaper: orphans below it re-parent to it.
-/// Tests use it to keep every process they make inside their own subtree.
-pub fn become_child_subreaper() -> io::Result<()> {
-    let me = rustix::process::getpid();
-    rustix::process::set_child_subreaper(Some(me)).map_err(io::Error::from)
-}
-
 /// Registers an owned fd with the tokio reactor.
-pub fn async_fd(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+pub(crate) fn async_fd(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
     // SAFETY: `register` requires the fd to stay open and refer to the same
     // file description while registered. `OwnedFd` is moved in and owned by
     // the `AsyncFd` until it is dropped or `into_inner` is called; nothing else
@@ -80,7 +73,7 @@ pub fn kill_with_parent(cmd: &mut std::process::Command) {
 /// Caps glibc's malloc at one arena. The daemon's cycles run on tokio's
 /// blocking threads; an arena per thread would each keep its own high-water
 /// mark of freed snapshot memory resident.
-pub fn single_malloc_arena() {
+pub(crate) fn single_malloc_arena() {
     #[cfg(target_env = "gnu")]
     // SAFETY: mallopt takes plain integers and only tunes the allocator; it is
     // called at startup, before any other thread exists.
@@ -91,7 +84,7 @@ pub fn single_malloc_arena() {
 
 /// Hands the allocator's wholly free pages back to the kernel: each scan
 /// builds and drops a few MiB of snapshot, which would otherwise stay resident.
-pub fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only walks the allocator's own free lists under its
     // locks; it has no preconditions.

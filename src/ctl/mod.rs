@@ -86,7 +86,7 @@ pub struct ScanArgs {
     pub proc_root: PathBuf,
 }
 
-pub fn parse_pid(s: &str) -> Result<Pid, String> {
+pub(crate) fn parse_pid(s: &str) -> Result<Pid, String> {
     Pid::parse(s).ok_or_else(|| format!("not a process id: {s:?}"))
 }
 
@@ -100,8 +100,8 @@ pub fn sources(config: &Option<PathBuf>) -> Sources {
 
 /// Loads config (and installs its redaction patterns for everything shown
 /// after) or prints every error and returns the exit code.
-pub fn load_config(config: &Option<PathBuf>, prog: &str) -> Result<Config, ExitCode> {
-    let cfg = Config::load(&sources(config)).map_err(|errs| {
+pub(crate) fn load_config(sources: &Sources, prog: &str) -> Result<Config, ExitCode> {
+    let cfg = Config::load(sources).map_err(|errs| {
         for e in &errs.0 {
             eprintln!("{prog}: {e}");
         }
@@ -112,7 +112,7 @@ pub fn load_config(config: &Option<PathBuf>, prog: &str) -> Result<Config, ExitC
 }
 
 /// Grace state as the daemon last wrote it, read-only. Absent or broken: empty.
-pub fn read_grace(cfg: &Config) -> GraceBook {
+pub(crate) fn read_grace(cfg: &Config) -> GraceBook {
     let (book, warning) = crate::state::load(&crate::paths::state_file(cfg.state_file.as_deref()));
     if let Some(w) = warning {
         eprintln!("reaperctl: warning: {w}");
@@ -149,7 +149,7 @@ fn validate(cli: &Cli) -> ExitCode {
 }
 
 fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
-    let cfg = match load_config(&cli.config, "reaperctl") {
+    let cfg = match load_config(&sources(&cli.config), "reaperctl") {
         Ok(c) => c,
         Err(code) => return code,
     };

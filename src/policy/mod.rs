@@ -1,7 +1,7 @@
 //! Stage 3: one verdict per server tree, with a reason a person can read.
 //! Pure: reads the snapshot and forest, signals nothing.
 
-pub mod grace;
+pub(crate) mod grace;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -19,7 +19,7 @@
 //! computed once per read, with the argv boundaries the kernel gives.
 
 mod launch;
-pub mod words;
+pub(crate) mod words;
 
 use serde::Serialize;
 

@@ -85,11 +85,6 @@ impl Repeated {
         Repeated { what, failures: 0 }
     }
 
-    /// Whether the last write failed.
-    pub fn failing(&self) -> bool {
-        self.failures > 0
-    }
-
     /// Reports the result of one write of `path`.
     pub fn record<E: Display>(&mut self, path: &Path, result: Result<(), E>) {
         let what = self.what;
