@@ -1,0 +1,131 @@
+//! Load (issue #6): the real `mcp-reaperd`, in enforce mode, against
+//! thousands of idle processes, hundreds of short-lived processes a second
+//! (some of them MCP servers and hosts under live hosts), live trees that must
+//! never be signalled, and an orphan tree every few seconds that must be
+//! reaped; then 100 orphan trees at once (30 of them ignoring SIGTERM).
+//! Checks: no missed orphan, no wrong kill; measures reap latency, the
+//! daemon's RSS (start/end/max) and CPU, and compares its memory accounting
+//! with `smaps_rollup` read by the bench just before each host is killed.
+//!
+//! `cargo bench --bench load` (as root for event mode; the pidfd mode runs as
+//! anyone). Env:
+//! - `MCP_REAPER_LOAD_SECS` (default 600): length of the churn phase, per mode;
+//! - `MCP_REAPER_LOAD_PROCS` (default 10000): idle background processes;
+//! - `MCP_REAPER_LOAD_CHURN` (default 300): short-lived processes per second;
+//! - `MCP_REAPER_LOAD_MODES` (default "events,pidfd"): daemon modes, in order;
+//! - `MCP_REAPER_LOAD_INTERVAL` (default 5): the daemon's `interval_secs`;
+//! - `MCP_REAPER_LOAD_ORPHAN_EVERY` (default 3): seconds between orphan trees;
+//! - `MCP_REAPER_LOAD_BURST` (default 100): trees of the burst (0: none);
+//! - `MCP_REAPER_LOAD_LOG` (default "info"): the daemon's log level (its log
+//!   goes to a file in the bench's temp dir).
+//!
+//! Without `--bench` (e.g. `cargo test --benches`) a few-second smoke run.
+//!
+//! Safety: this bench makes itself a child subreaper, so every orphan it
+//! makes re-parents to it, and the daemon runs with `--scope <this bench>`:
+//! it can only ever see and signal what the bench started. The bench itself
+//! only signals processes it started (by pidfd) and, at the end, whatever is
+//! still below it. Its helper processes are this binary again in a "node"
+//! mode: each blocks on (or polls) a lifeline pipe whose only write end the
+//! bench holds, so when the bench ends, however it ends, they all see EOF and
+//! exit; the processes the bench starts directly also get PDEATHSIG.
+//!
+//! Files: `setup` (parameters, limits, background load), `node` (the helper
+//! processes), `bench` (the bench's state and its processes), `phase` (one
+//! daemon mode: churn, then burst), `procfs` (what it reads from /proc),
+//! `report` (the figures).
+
+mod bench;
+mod node;
+mod phase;
+mod procfs;
+mod report;
+mod setup;
+
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use crate::node::node_main;
+use crate::phase::PhaseResult;
+use crate::procfs::{descendants_of, exited, pidfd, ppid_of};
+
+const NODE_ENV: &str = "MCP_REAPER_LOAD_NODE";
+const LIFELINE_ENV: &str = "MCP_REAPER_LOAD_LIFELINE";
+const EVENTS_ENV: &str = "MCP_REAPER_LOAD_EVENTS";
+const TERM_TIMEOUT_SECS: f64 = 2.0;
+/// The daemon's `kill_wait` after SIGKILL (src/daemon/mod.rs `settings`).
+const KILL_WAIT_SECS: f64 = 1.0;
+/// Touched memory of each orphan server and browser.
+const ORPHAN_TOUCH_MIB: u64 = 4;
+const BURST_TOUCH_MIB: u64 = 2;
+
+fn main() {
+    if let Ok(spec) = std::env::var(NODE_ENV) {
+        node_main(&spec);
+    }
+    let p = setup::params();
+    let root = rustix::process::geteuid().is_root();
+    let modes: Vec<String> = p.modes.iter().filter(|m| m.as_str() != "events" || root).cloned().collect();
+    if modes.len() < p.modes.len() {
+        eprintln!("event mode skipped: the proc connector needs root");
+    }
+    setup::check_limits(&p);
+    let mut b = setup::new_bench(&p);
+    let bg = setup::start_background(&mut b);
+    let me = b.me;
+    let dir = b.dir.clone();
+
+    // ---- the phases
+    let run_start = Instant::now();
+    let results: Vec<PhaseResult> = modes.iter().map(|m| b.run_phase(m)).collect();
+
+    // ---- live processes: every one still there?
+    b.read_events();
+    b.reap();
+    let mut dead_live = Vec::new();
+    for (pid, l) in &b.long_lived {
+        if l.dead || exited(&l.fd) {
+            dead_live.push(format!("{} {pid} ({})", l.tag, l.argv));
+        }
+    }
+    let churn_secs = run_start.elapsed().as_secs_f64();
+
+    // ---- shutdown: EOF on the lifeline ends every helper
+    b.shutting_down = true;
+    drop(b.lifeline_w.take());
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        b.tick(Duration::from_millis(20));
+        if b.long_lived.values().all(|l| l.dead || exited(&l.fd)) && descendants_of(me).is_empty() {
+            break;
+        }
+    }
+    let leftovers = descendants_of(me);
+    for &pid in &leftovers {
+        if let Some(fd) = pidfd(pid)
+            && ppid_of(pid).is_some()
+        {
+            let _ = rustix::process::pidfd_send_signal(&fd, Signal::KILL);
+        }
+    }
+    let t = Instant::now();
+    while !descendants_of(me).is_empty() && t.elapsed() < Duration::from_secs(10) {
+        b.tick(Duration::from_millis(20));
+    }
+    b.read_events();
+    b.reap();
+
+    report::print(&b, &results, &modes, &bg, churn_secs, &dead_live, &leftovers);
+    let failed =
+        results.iter().any(|r| r.missed > 0 || r.wrong_kills > 0) || !dead_live.is_empty() || !b.wrong.is_empty();
+    // The logs stay for a look; the rest of the dir goes.
+    for f in ["mcp-reaperd", "reaperctl", "events"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    if failed {
+        println!("  RESULT: FAILED (missed orphans or wrong kills)");
+        std::process::exit(1);
+    }
+    println!("  RESULT: ok (no missed orphan, no wrong kill)");
+}
