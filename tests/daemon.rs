@@ -5,7 +5,7 @@
 //!
 //! Safety: every daemon is `--scope`d to its test's sandbox (a child
 //! subreaper holding all the test's processes) and has its own temporary
-//! config, socket and state file. A [`DaemonGuard`] stops it (SIGTERM through
+//! config, socket and state file. A [`common::Daemon`] stops it (SIGTERM through
 //! its `Child` handle, then SIGKILL after 5 s) when the test ends, panics
 //! included. Signals only ever go to sandbox processes, to daemons these
 //! tests started, and to a journald the journald test started itself.
@@ -19,7 +19,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    DaemonCtl, Sandbox, Spec, TempDir, alive, find_tool, is_root, s, skip, text, wait_until, world_executable,
+    Daemon, Launch, Sandbox, Spec, TempDir, alive, find_tool, is_root, s, skip, text, wait_until, world_executable,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -37,8 +37,8 @@ fn playwright_sandbox() -> Sandbox {
     ])
 }
 
-fn send_signal(pid: u32, sig: Signal) {
-    let p = rustix::process::Pid::from_raw(pid.cast_signed()).expect("a positive pid");
+fn send_signal(pid: i32, sig: Signal) {
+    let p = rustix::process::Pid::from_raw(pid).expect("a positive pid");
     let _ = rustix::process::kill_process(p, sig);
 }
 
@@ -58,83 +58,6 @@ fn wait_child(child: &mut Child, timeout: Duration) -> Option<std::process::Exit
 
 // ------------------------------------------------------------------ the daemon
 
-/// A running `mcp-reaperd`, scoped to a sandbox, with its own socket and
-/// state file; stopped on drop (SIGTERM, then SIGKILL after 5 s).
-struct DaemonGuard {
-    child: Child,
-    ctl: DaemonCtl,
-}
-
-impl DaemonGuard {
-    /// Starts the daemon with `config`, its socket and state in `dir`, and
-    /// waits until the socket answers `reaperctl status`.
-    fn start(sb: &Sandbox, config: &Path, dir: &Path) -> DaemonGuard {
-        DaemonGuard::start_with(sb, config, dir, &[])
-    }
-
-    /// [`DaemonGuard::start`] with more arguments for the daemon.
-    fn start_with(sb: &Sandbox, config: &Path, dir: &Path, extra: &[&str]) -> DaemonGuard {
-        let socket = dir.join("control.sock");
-        let log = dir.join("daemon.log");
-        let child = spawn_daemon(sb, config, &socket, &dir.join("state.json"), &log, extra);
-        let mut d = DaemonGuard { child, ctl: DaemonCtl { socket, log } };
-        let ok = wait_until(Duration::from_secs(10), || {
-            if let Ok(Some(st)) = d.child.try_wait() {
-                panic!("mcp-reaperd exited at start ({st}):\n{}", d.log_text());
-            }
-            d.ctl(&["status"]).status.success()
-        });
-        assert!(ok, "mcp-reaperd did not answer on {} in 10 s:\n{}", d.socket.display(), d.log_text());
-        d
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Still running (not exited).
-    fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl std::ops::Deref for DaemonGuard {
-    type Target = DaemonCtl;
-    fn deref(&self) -> &DaemonCtl {
-        &self.ctl
-    }
-}
-
-impl Drop for DaemonGuard {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            send_signal(self.child.id(), Signal::TERM);
-            if wait_child(&mut self.child, Duration::from_secs(5)).is_none() {
-                let _ = self.child.kill();
-            }
-        }
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn_daemon(sb: &Sandbox, config: &Path, socket: &Path, state: &Path, log: &Path, extra: &[&str]) -> Child {
-    let log = std::fs::File::create(log).expect("creating the daemon log");
-    Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"))
-        .arg("--config")
-        .arg(config)
-        .args(["--scope", &s(sb.scope_pid()), "--log-target", "stderr", "--log-level", "debug"])
-        .arg("--socket")
-        .arg(socket)
-        .arg("--state-file")
-        .arg(state)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("spawning mcp-reaperd")
-}
-
 /// The daemon's first cycle is done and it judged a tree rooted at `root`.
 fn sees_tree(st: &Value, root: i32, verdict: &str) -> bool {
     st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == root && t["verdict"] == verdict))
@@ -148,7 +71,7 @@ fn orphan_is_reaped_within_grace_plus_interval() {
     let (host, npm, node, bystander) =
         (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
     let cfg = sb.dir().config_with(1, "interval_secs = 2", "");
-    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     d.status_until(Duration::from_secs(10), "the live tree is seen", |st| sees_tree(st, npm, "live"));
 
     let t0 = Instant::now();
@@ -180,7 +103,7 @@ fn event_latency(extra: &[&str], want_mode: &str) -> Duration {
         (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
     // A long interval: only the host's exit event can explain a quick reap.
     let cfg = sb.dir().config_with(0, "interval_secs = 60", "");
-    let d = DaemonGuard::start_with(&sb, &cfg, sb.dir().path(), extra);
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(extra));
     let st = d.status_until(Duration::from_secs(10), "the live tree is seen", |st| sees_tree(st, npm, "live"));
     assert_eq!(st["event_mode"], want_mode, "{st:#}");
 
@@ -222,7 +145,7 @@ fn host_exit_triggers_a_reap_at_once_with_pidfd_watches() {
 fn invalid_config_on_reload_keeps_the_old_one() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let mut d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     assert_eq!(d.status()["grace_secs"], 60);
 
     std::fs::write(&cfg, "[reaper]\ngrace_secs = 5\nmin_uid = 0\nbogus = 1\n").unwrap();
@@ -244,7 +167,7 @@ fn invalid_config_on_reload_keeps_the_old_one() {
 fn invalid_config_written_to_disk_is_noticed_and_rejected() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let mut d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
 
     // Only written: the daemon notices through inotify.
     std::fs::write(&cfg, "[patterns]\nservers = ['(unclosed']\n").unwrap();
@@ -266,7 +189,7 @@ fn invalid_config_written_to_disk_is_noticed_and_rejected() {
 fn sighup_reloads_the_config() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     assert_eq!(d.status()["grace_secs"], 60);
 
     // Rewritten in place and held open: inotify tells the daemon only once the
@@ -303,7 +226,7 @@ fn unprivileged_client_sees_only_its_own_trees_and_may_not_act() {
     let sb = playwright_sandbox();
     let npm = sb.pid_of("npm exec");
     let cfg = sb.dir().config(60, "");
-    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     // Root sees root's live tree.
     let st = d.status_until(Duration::from_secs(10), "root sees the live tree", |st| sees_tree(st, npm, "live"));
     assert_eq!(st["filtered_for_uid"], Value::Null, "{st:#}");
@@ -363,7 +286,7 @@ fn read_reply(c: &mut UnixStream) -> Option<Value> {
 fn garbage_and_oversized_requests_get_an_error_and_the_daemon_stays_up() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let mut d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
 
     // Garbage, then close.
     let mut c = UnixStream::connect(&d.socket).unwrap();
@@ -410,7 +333,7 @@ fn raw_request(socket: &Path, body: &[u8]) -> Value {
 fn error_replies_carry_a_typed_kind() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let mut d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
 
     let r = raw_request(&d.socket, b"{{{{{");
     assert_eq!((&r["ok"], &r["kind"]), (&Value::Bool(false), &Value::from("bad-request")), "{r}");
@@ -438,7 +361,7 @@ fn error_replies_carry_a_typed_kind() {
 fn silent_client_is_cut_off_after_about_five_seconds() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let mut d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     let mut c = UnixStream::connect(&d.socket).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     let t = Instant::now();
@@ -473,7 +396,7 @@ fn status_answers_while_another_user_floods_the_socket() {
     }
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     let script = "import socket,sys,time\nsocks=[]\nfor _ in range(100):\n    s=socket.socket(socket.AF_UNIX)\n    s.connect(sys.argv[1])\n    socks.append(s)\nprint('connected', flush=True)\ntime.sleep(4)\n";
     let mut flood = std::process::Command::new(setpriv)
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
@@ -505,7 +428,7 @@ fn status_answers_while_another_user_floods_the_socket() {
 fn flood_of_silent_clients_gets_busy_replies_and_the_daemon_recovers() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let mut d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let mut d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     let t = Instant::now();
     let silent: Vec<UnixStream> = (0..100).map(|_| UnixStream::connect(&d.socket).expect("connect")).collect();
     std::thread::sleep(Duration::from_millis(200));
@@ -537,14 +460,14 @@ fn flood_of_silent_clients_gets_busy_replies_and_the_daemon_recovers() {
 fn second_daemon_on_the_same_socket_exits_75() {
     let sb = playwright_sandbox();
     let cfg = sb.dir().config(60, "");
-    let d = DaemonGuard::start(&sb, &cfg, sb.dir().path());
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     let other = TempDir::new("second");
     let log = other.path().join("daemon.log");
-    let mut second = spawn_daemon(&sb, &cfg, &d.socket, &other.path().join("state.json"), &log, &[]);
-    let st = wait_child(&mut second, Duration::from_secs(10));
+    let mut second =
+        Daemon::spawn(sb.scope_pid(), &cfg, &d.socket, &other.path().join("state.json"), &log, &Launch::default());
+    let st = wait_child(&mut second.child, Duration::from_secs(10));
     if st.is_none() {
-        let _ = second.kill();
-        let _ = second.wait();
+        second.sigkill();
         panic!(
             "a second daemon on the same socket kept running:\n{}",
             std::fs::read_to_string(&log).unwrap_or_default()
@@ -574,7 +497,7 @@ struct JournaldGuard {
 
 impl Drop for JournaldGuard {
     fn drop(&mut self) {
-        send_signal(self.child.id(), Signal::TERM);
+        send_signal(self.child.id().cast_signed(), Signal::TERM);
         if wait_child(&mut self.child, Duration::from_secs(5)).is_none() {
             let _ = self.child.kill();
         }

@@ -14,16 +14,16 @@
 
 mod common;
 
-use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{
-    DaemonCtl, Sandbox, Spec, TempDir, alive, find_tool, is_root, ppid_of, s, skip, text, wait_until, world_executable,
+    Daemon, Launch, Sandbox, Spec, TempDir, alive, find_tool, is_root, ppid_of, s, skip, text, wait_until,
+    world_executable,
 };
 use rustix::process::Signal;
 use serde_json::{Value, json};
@@ -77,133 +77,6 @@ fn sh_quote(p: impl AsRef<std::ffi::OsStr>) -> String {
 }
 
 // ------------------------------------------------------------------ the daemon
-
-/// How to start the daemon.
-#[derive(Default)]
-struct Launch {
-    /// Shell commands run first inside a private mount namespace (`unshare
-    /// --mount`), e.g. mounts only this daemon sees.
-    in_namespace: Option<String>,
-    /// Run as uid/gid 65534 (through setpriv).
-    as_nobody: bool,
-    /// A umask of its own (octal), so created modes are the daemon's choice.
-    umask: Option<&'static str>,
-    /// Log to stderr (the default) or journald.
-    log_target: Option<&'static str>,
-    env: Vec<(&'static str, String)>,
-}
-
-/// A running `mcp-reaperd` scoped to a sandbox; stopped on drop (SIGTERM,
-/// then SIGKILL after 5 s).
-struct Daemon {
-    child: Child,
-    ctl: DaemonCtl,
-}
-
-impl Daemon {
-    /// Starts the daemon (`--scope scope`, `--config`, `--socket`,
-    /// `--state-file`, debug logs into `log`) and waits until it answers.
-    fn start(scope: i32, config: &Path, socket: &Path, state: &Path, log: &Path, how: &Launch) -> Daemon {
-        let mut d = Daemon::spawn(scope, config, socket, state, log, how);
-        d.wait_answering();
-        d
-    }
-
-    fn spawn(scope: i32, config: &Path, socket: &Path, state: &Path, log: &Path, how: &Launch) -> Daemon {
-        let args: Vec<OsString> = vec![
-            "--config".into(),
-            config.into(),
-            "--scope".into(),
-            s(scope).into(),
-            "--socket".into(),
-            socket.into(),
-            "--state-file".into(),
-            state.into(),
-            "--log-target".into(),
-            how.log_target.unwrap_or("stderr").into(),
-            "--log-level".into(),
-            "debug".into(),
-        ];
-        let mut steps: Vec<String> = how.umask.iter().map(|u| format!("umask {u}")).collect();
-        steps.extend(how.in_namespace.clone());
-        let mut cmd = if steps.is_empty() && !how.as_nobody {
-            Command::new(REAPERD)
-        } else {
-            let setpriv = if how.as_nobody {
-                format!("setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups -- ")
-            } else {
-                String::new()
-            };
-            let script: String = steps.iter().flat_map(|s| [s, " && "]).collect();
-            let mut c = if how.in_namespace.is_some() {
-                let mut c = Command::new("unshare");
-                c.args(["--mount", "--", "sh"]);
-                c
-            } else {
-                Command::new("sh")
-            };
-            c.arg("-c").arg(format!("{script}exec {setpriv}\"$0\" \"$@\"")).arg(REAPERD);
-            c
-        };
-        cmd.args(&args);
-        let logf = std::fs::File::create(log).expect("creating the daemon log");
-        let child = cmd
-            .envs(how.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(logf)
-            .spawn()
-            .expect("spawning mcp-reaperd");
-        Daemon { child, ctl: DaemonCtl { socket: socket.to_path_buf(), log: log.to_path_buf() } }
-    }
-
-    fn wait_answering(&mut self) {
-        let ok = wait_until(Duration::from_secs(10), || {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("mcp-reaperd exited at start ({st}):\n{}", self.log_text());
-            }
-            self.ctl(&["status"]).status.success()
-        });
-        assert!(ok, "mcp-reaperd did not answer on {} in 10 s:\n{}", self.socket.display(), self.log_text());
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id().cast_signed()
-    }
-
-    fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// SIGKILL, and wait until it is gone.
-    fn sigkill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl std::ops::Deref for Daemon {
-    type Target = DaemonCtl;
-    fn deref(&self) -> &DaemonCtl {
-        &self.ctl
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            if let Some(p) = rustix::process::Pid::from_raw(self.pid()) {
-                let _ = rustix::process::kill_process(p, Signal::TERM);
-            }
-            let end = Instant::now() + Duration::from_secs(5);
-            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < end {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
 
 fn tree_in(st: &Value, root: i32) -> Option<&Value> {
     st["trees"].as_array().and_then(|t| t.iter().find(|t| t["root"] == root))

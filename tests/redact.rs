@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, Spec, find_tool, is_root, reaperctl, reaperd, s, skip, text, tree_rooted_at, wait_until};
+use common::{
+    Daemon, Launch, Sandbox, Spec, find_tool, is_root, reaperctl, reaperd, s, skip, text, tree_rooted_at, wait_until,
+};
 use serde_json::Value;
 
 /// Every secret below starts with this; no output may contain it.
@@ -256,57 +258,22 @@ fn once_journald_fields_mask_secrets() {
 
 // ------------------------------------------------------------------ the daemon
 
-/// A dry-run `mcp-reaperd` scoped to the sandbox; stopped on drop.
-struct Daemon {
-    child: Stopped,
-    socket: PathBuf,
-    log: PathBuf,
+/// A dry-run `mcp-reaperd` scoped to the sandbox, its files in the
+/// sandbox's directory; stopped on drop.
+fn dry_run_daemon(w: &World, config: &Path) -> Daemon {
+    Daemon::start_in(w.sb.scope_pid(), config, w.sb.dir().path(), &Launch::with_args(&["--dry-run"]))
 }
 
-impl Daemon {
-    fn start(w: &World, config: &Path) -> Daemon {
-        let dir = w.sb.dir().path();
-        let (socket, log) = (dir.join("control.sock"), dir.join("daemon.log"));
-        let child = Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"))
-            .arg("--config")
-            .arg(config)
-            .args(["--dry-run", "--log-target", "stderr", "--log-level", "debug", "--socket"])
-            .arg(&socket)
-            .args(scope_args(w))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("creating the daemon log"))
-            .spawn()
-            .expect("spawning mcp-reaperd");
-        let mut d = Daemon { child: Stopped(child), socket, log };
-        let up = wait_until(Duration::from_secs(10), || {
-            if let Ok(Some(st)) = d.child.0.try_wait() {
-                panic!("mcp-reaperd exited at start ({st}):\n{}", d.log_text());
-            }
-            d.ctl(&["status"]).status.success()
-        });
-        assert!(up, "mcp-reaperd did not answer in 10 s:\n{}", d.log_text());
-        d
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn ctl(&self, args: &[&str]) -> Output {
-        reaperctl(args.iter().map(s).chain([s("--socket"), s(self.socket.display())]))
-    }
-
-    fn status_until(&self, what: &str, mut cond: impl FnMut(&str) -> bool) -> String {
-        let end = Instant::now() + Duration::from_secs(10);
-        loop {
-            let st = ok("status --json", &self.ctl(&["status", "--json"]));
-            if cond(&st) {
-                return st;
-            }
-            assert!(Instant::now() < end, "{what}: not within 10 s; last status:\n{st}\nlog:\n{}", self.log_text());
-            std::thread::sleep(Duration::from_millis(50));
+/// Polls `reaperctl status --json` until `cond` holds (10 s at most); the last one.
+fn status_until(d: &Daemon, what: &str, mut cond: impl FnMut(&str) -> bool) -> String {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let st = ok("status --json", &d.ctl(&["status", "--json"]));
+        if cond(&st) {
+            return st;
         }
+        assert!(Instant::now() < end, "{what}: not within 10 s; last status:\n{st}\nlog:\n{}", d.log_text());
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -315,9 +282,9 @@ fn daemon_log_status_reap_now_and_metrics_mask_secrets() {
     let w = world();
     let prom = w.sb.dir().path().join("metrics.prom");
     let cfg = config(&w, &format!("metrics_textfile = {:?}\n", prom.display().to_string()));
-    let d = Daemon::start(&w, &cfg);
+    let d = dry_run_daemon(&w, &cfg);
     let (orphan, live) = (w.orphan_root, w.live_root);
-    let st = d.status_until("both trees are judged and a dry-run reap is recorded", |st| {
+    let st = status_until(&d, "both trees are judged and a dry-run reap is recorded", |st| {
         let v: Value = serde_json::from_str(st).unwrap();
         let trees = v["trees"].as_array().cloned().unwrap_or_default();
         trees.iter().any(|t| t["root"] == orphan && t["verdict"] == "orphan")
@@ -342,7 +309,7 @@ fn daemon_log_status_reap_now_and_metrics_mask_secrets() {
     std::fs::write(&cfg, std::fs::read_to_string(&cfg).unwrap() + "\n[redact]\nextra_patterns = ['--team=(\\S+)']\n")
         .unwrap();
     ok("reload", &d.ctl(&["reload"]));
-    let st = d.status_until("the reloaded patterns apply", |st| st.contains("--team=***"));
+    let st = status_until(&d, "the reloaded patterns apply", |st| st.contains("--team=***"));
     assert!(!st.contains("TEAMX1"), "{st}");
 
     assert_masked("daemon log", &d.log_text(), &["would reap orphan tree", "--token ***", "host claude --api-key=***"]);

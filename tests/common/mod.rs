@@ -783,3 +783,154 @@ impl DaemonCtl {
         }
     }
 }
+
+// ---------------------------------------------------------------- the daemon
+
+/// How to start `mcp-reaperd` as a daemon ([`Daemon::start`]); the default
+/// runs it directly, logging to stderr.
+#[derive(Default)]
+pub struct Launch {
+    /// More arguments, after the usual ones (e.g. `--dry-run`).
+    pub args: Vec<String>,
+    /// Shell commands run first inside a private mount namespace (`unshare
+    /// --mount`), e.g. mounts only this daemon sees.
+    pub in_namespace: Option<String>,
+    /// Run as uid/gid 65534 (through setpriv).
+    pub as_nobody: bool,
+    /// A umask of its own (octal), so created modes are the daemon's choice.
+    pub umask: Option<&'static str>,
+    /// Log to stderr (the default) or journald.
+    pub log_target: Option<&'static str>,
+    pub env: Vec<(&'static str, String)>,
+}
+
+impl Launch {
+    /// The default launch with more arguments for the daemon.
+    pub fn with_args(args: &[&str]) -> Launch {
+        Launch { args: args.iter().map(s).collect(), ..Launch::default() }
+    }
+}
+
+/// A running `mcp-reaperd` scoped to a sandbox (`--scope`), with its own
+/// config, socket, state file and debug log; stopped on drop (SIGTERM, then
+/// SIGKILL after 5 s), panics included. Derefs to its [`DaemonCtl`].
+pub struct Daemon {
+    pub child: Child,
+    ctl: DaemonCtl,
+}
+
+impl Daemon {
+    /// Starts the daemon (`--scope scope`, `--config`, `--socket`,
+    /// `--state-file`, debug logs into `log`) and waits until it answers.
+    pub fn start(scope: i32, config: &Path, socket: &Path, state: &Path, log: &Path, how: &Launch) -> Daemon {
+        let mut d = Daemon::spawn(scope, config, socket, state, log, how);
+        d.wait_answering();
+        d
+    }
+
+    /// [`Daemon::start`] with `control.sock`, `state.json` and `daemon.log`
+    /// in `dir`.
+    pub fn start_in(scope: i32, config: &Path, dir: &Path, how: &Launch) -> Daemon {
+        let (socket, state, log) = (dir.join("control.sock"), dir.join("state.json"), dir.join("daemon.log"));
+        Daemon::start(scope, config, &socket, &state, &log, how)
+    }
+
+    /// Starts the daemon without waiting for it.
+    pub fn spawn(scope: i32, config: &Path, socket: &Path, state: &Path, log: &Path, how: &Launch) -> Daemon {
+        const NOBODY: &str = "65534";
+        const REAPERD: &str = env!("CARGO_BIN_EXE_mcp-reaperd");
+        let args: Vec<std::ffi::OsString> = vec![
+            "--config".into(),
+            config.into(),
+            "--scope".into(),
+            s(scope).into(),
+            "--socket".into(),
+            socket.into(),
+            "--state-file".into(),
+            state.into(),
+            "--log-target".into(),
+            how.log_target.unwrap_or("stderr").into(),
+            "--log-level".into(),
+            "debug".into(),
+        ];
+        let mut steps: Vec<String> = how.umask.iter().map(|u| format!("umask {u}")).collect();
+        steps.extend(how.in_namespace.clone());
+        let mut cmd = if steps.is_empty() && !how.as_nobody {
+            Command::new(REAPERD)
+        } else {
+            let setpriv = if how.as_nobody {
+                format!("setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups -- ")
+            } else {
+                String::new()
+            };
+            let script: String = steps.iter().flat_map(|s| [s, " && "]).collect();
+            let mut c = if how.in_namespace.is_some() {
+                let mut c = Command::new("unshare");
+                c.args(["--mount", "--", "sh"]);
+                c
+            } else {
+                Command::new("sh")
+            };
+            c.arg("-c").arg(format!("{script}exec {setpriv}\"$0\" \"$@\"")).arg(REAPERD);
+            c
+        };
+        cmd.args(&args).args(&how.args);
+        let logf = std::fs::File::create(log).expect("creating the daemon log");
+        let child = cmd
+            .envs(how.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(logf)
+            .spawn()
+            .expect("spawning mcp-reaperd");
+        Daemon { child, ctl: DaemonCtl { socket: socket.to_path_buf(), log: log.to_path_buf() } }
+    }
+
+    /// Waits (10 s at most) until the socket answers `reaperctl status`;
+    /// panics with the log when the daemon exits first.
+    pub fn wait_answering(&mut self) {
+        let ok = wait_until(Duration::from_secs(10), || {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("mcp-reaperd exited at start ({st}):\n{}", self.log_text());
+            }
+            self.ctl(&["status"]).status.success()
+        });
+        assert!(ok, "mcp-reaperd did not answer on {} in 10 s:\n{}", self.socket.display(), self.log_text());
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id().cast_signed()
+    }
+
+    /// Still running (not exited).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// SIGKILL, and wait until it is gone.
+    pub fn sigkill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl std::ops::Deref for Daemon {
+    type Target = DaemonCtl;
+    fn deref(&self) -> &DaemonCtl {
+        &self.ctl
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.running() {
+            if let Some(p) = rustix::process::Pid::from_raw(self.pid()) {
+                let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
+            }
+            if !wait_until(Duration::from_secs(5), || !matches!(self.child.try_wait(), Ok(None))) {
+                let _ = self.child.kill();
+            }
+        }
+        let _ = self.child.wait();
+    }
+}

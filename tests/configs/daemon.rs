@@ -2,99 +2,20 @@
 //! a config reached through symlinks (or a ConfigMap-style `..data` swap) is
 //! watched through them.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcp_reaper::exit;
-use serde_json::Value;
 
-use super::common::{self, Sandbox, reaperctl, s, text};
+use super::common::{Daemon, Launch, Sandbox, s, text};
 use super::{Case, corpus, generated, put};
 
 // ------------------------------------------------------------------ the daemon
 
-/// A running `mcp-reaperd --dry-run`, scoped to a sandbox with no children,
-/// with its own socket and state file; stopped on drop.
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    log: PathBuf,
-}
-
-impl Daemon {
-    /// Starts the daemon on `config` and waits until its socket answers.
-    fn start(sb: &Sandbox, config: &Path) -> Daemon {
-        let dir = sb.dir().path();
-        let socket = dir.join("control.sock");
-        let log = dir.join("daemon.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"))
-            .arg("--config")
-            .arg(config)
-            .args(["--dry-run", "--scope", &s(sb.scope_pid()), "--log-target", "stderr", "--log-level", "debug"])
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--state-file")
-            .arg(dir.join("state.json"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("creating the daemon log"))
-            .spawn()
-            .expect("spawning mcp-reaperd");
-        let mut d = Daemon { child, socket, log };
-        let ok = common::wait_until(Duration::from_secs(10), || {
-            if let Ok(Some(st)) = d.child.try_wait() {
-                panic!("mcp-reaperd exited at start ({st}):\n{}", d.log_text());
-            }
-            d.ctl(&["status"]).status.success()
-        });
-        assert!(ok, "mcp-reaperd did not answer on {} in 10 s:\n{}", d.socket.display(), d.log_text());
-        d
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn ctl(&self, args: &[&str]) -> Output {
-        let mut a: Vec<String> = args.iter().map(s).collect();
-        a.extend([s("--socket"), s(self.socket.display())]);
-        reaperctl(&a)
-    }
-
-    fn status(&self) -> Value {
-        let out = self.ctl(&["status", "--json"]);
-        assert!(out.status.success(), "reaperctl status failed: {}\nlog:\n{}", text(&out.stderr), self.log_text());
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("status JSON ({e}): {}", text(&out.stdout)))
-    }
-
-    /// Polls the status until `cond` holds (5 s at most); the last one.
-    fn status_until(&self, what: &str, mut cond: impl FnMut(&Value) -> bool) -> Value {
-        let end = Instant::now() + Duration::from_secs(5);
-        loop {
-            let st = self.status();
-            if cond(&st) {
-                return st;
-            }
-            assert!(Instant::now() < end, "{what}: not within 5 s; last status:\n{st:#}\nlog:\n{}", self.log_text());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            if let Some(p) = rustix::process::Pid::from_raw(self.child.id().cast_signed()) {
-                let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
-            }
-            let stopped = common::wait_until(Duration::from_secs(5), || matches!(self.child.try_wait(), Ok(Some(_))));
-            if !stopped {
-                let _ = self.child.kill();
-            }
-        }
-        let _ = self.child.wait();
-    }
+/// A running `mcp-reaperd --dry-run` scoped to `sb`, with its socket, state
+/// file and log in the sandbox's directory; stopped on drop.
+fn dry_run_daemon(sb: &Sandbox, config: &Path) -> Daemon {
+    Daemon::start_in(sb.scope_pid(), config, sb.dir().path(), &Launch::with_args(&["--dry-run"]))
 }
 
 /// The first case of each category (its name up to the first `-`) and every
@@ -124,7 +45,7 @@ fn daemon_refuses_every_broken_config_and_keeps_the_last_good_one() {
     let etc = sb.dir().path().join("etc");
     let cfg = etc.join("config.toml");
     put(&cfg, sb.dir().config_text(60, "interval_secs = 37", "").as_bytes());
-    let d = Daemon::start(&sb, &cfg);
+    let d = dry_run_daemon(&sb, &cfg);
     let st = d.status();
     assert_eq!((st["grace_secs"].as_u64(), st["interval_secs"].as_u64()), (Some(60), Some(37)), "{st:#}");
 
@@ -192,11 +113,12 @@ fn editing_the_target_of_a_symlinked_config_reloads_it() {
     std::fs::create_dir_all(&etc).unwrap();
     let cfg = etc.join("config.toml");
     std::os::unix::fs::symlink(&real1, &cfg).unwrap();
-    let d = Daemon::start(&sb, &cfg);
+    let d = dry_run_daemon(&sb, &cfg);
     assert_eq!(d.status()["grace_secs"], 60);
 
     put(&real1, dir.config_text(42, "", "").as_bytes());
-    let st = d.status_until("an edit of the link's target reloads", |st| st["grace_secs"] == 42);
+    let st =
+        d.status_until(Duration::from_secs(5), "an edit of the link's target reloads", |st| st["grace_secs"] == 42);
     assert_eq!(st["last_reload"]["ok"], true, "{st:#}");
     assert!(st["last_reload"]["messages"].to_string().contains("grace_secs: 60 -> 42"), "{st:#}");
 
@@ -205,10 +127,10 @@ fn editing_the_target_of_a_symlinked_config_reloads_it() {
     let tmp_link = etc.join(".config.toml.new");
     std::os::unix::fs::symlink(&real2, &tmp_link).unwrap();
     std::fs::rename(&tmp_link, &cfg).unwrap();
-    d.status_until("retargeting the link reloads", |st| st["grace_secs"] == 43);
+    d.status_until(Duration::from_secs(5), "retargeting the link reloads", |st| st["grace_secs"] == 43);
 
     put(&real2, dir.config_text(44, "", "").as_bytes());
-    d.status_until("an edit of the new target reloads", |st| st["grace_secs"] == 44);
+    d.status_until(Duration::from_secs(5), "an edit of the new target reloads", |st| st["grace_secs"] == 44);
     assert!(!d.log_text().contains("SIGHUP"), "{}", d.log_text());
 }
 
@@ -223,7 +145,7 @@ fn a_configmap_style_data_swap_reloads_the_config() {
     std::os::unix::fs::symlink("..v1", etc.join("..data")).unwrap();
     let cfg = etc.join("config.toml");
     std::os::unix::fs::symlink("..data/config.toml", &cfg).unwrap();
-    let d = Daemon::start(&sb, &cfg);
+    let d = dry_run_daemon(&sb, &cfg);
     assert_eq!(d.status()["grace_secs"], 60);
 
     // What kubelet's atomic writer does: new directory, new link, rename, clean up.
@@ -234,7 +156,7 @@ fn a_configmap_style_data_swap_reloads_the_config() {
         std::fs::remove_dir_all(etc.join(from)).unwrap();
     };
     swap("..v1", "..v2", 42);
-    d.status_until("the first swap reloads", |st| st["grace_secs"] == 42);
+    d.status_until(Duration::from_secs(5), "the first swap reloads", |st| st["grace_secs"] == 42);
     swap("..v2", "..v3", 43);
-    d.status_until("the second swap reloads", |st| st["grace_secs"] == 43);
+    d.status_until(Duration::from_secs(5), "the second swap reloads", |st| st["grace_secs"] == 43);
 }
