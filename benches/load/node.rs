@@ -74,8 +74,11 @@ pub(crate) fn node_command(node: &Node) -> Command {
     cmd.arg0(&node.argv[0])
         .args(&node.argv[1..])
         .env(NODE_ENV, serde_json::to_string(node).expect("a node serializes"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
+        // What a host gives its stdio servers: pipes (the reaper keeps trees
+        // whose servers have /dev/null there). The parent's ends close when
+        // its `Child` drops; the fds stay pipes, and nodes never write them.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
     cmd
 }
 
