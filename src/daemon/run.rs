@@ -118,6 +118,7 @@ impl Daemon {
         if let Some(note) = procfs.hidden_notice() {
             tracing::info!("{note}");
         }
+        let config = ConfigEvents::new(sources.main.as_deref());
         let shared = Rc::new(RefCell::new(Shared {
             cfg,
             sources,
@@ -142,7 +143,7 @@ impl Daemon {
             memory: Memory { book, known: std::collections::HashMap::new() },
             schedule: Schedule::new(),
             exits: ExitWatch::new(connector),
-            config: ConfigEvents::new(None),
+            config,
             state_path,
             state_writes: report::log::Repeated::new("state file"),
             metrics_writes: report::log::Repeated::new("metrics textfile"),
@@ -174,9 +175,6 @@ impl Daemon {
             tracing::error!("cannot install signal handlers");
             return std::process::ExitCode::from(exit::SOFTWARE);
         };
-        let main_cfg = self.shared.borrow().sources.main.clone();
-        self.config = ConfigEvents::new(main_cfg.as_deref());
-
         self.cycle(None).await;
         let line = self.shared.borrow().status_line();
         self.notifier.ready(&line);
@@ -209,7 +207,7 @@ impl Daemon {
 
     /// A watched process's pidfd says it exited: let the kernel finish
     /// re-parenting its children, then scan.
-    async fn exit_seen(&mut self) -> Step {
+    async fn exit_seen(&self) -> Step {
         tokio::time::sleep_until(self.schedule.exit_scan_at().into()).await;
         SCAN
     }
