@@ -15,7 +15,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::run::{LoopRequest, Shared};
+use super::board::Shared;
+use super::run::LoopRequest;
 use crate::ctl::proto::{self, Command, ErrorKind, Reply, Request};
 
 /// Bound on concurrent clients; more get a "busy" reply.

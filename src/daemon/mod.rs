@@ -1,13 +1,16 @@
 //! `mcp-reaperd`: one cycle (`--once`, for a timer) or the long-running daemon.
 
+pub mod board;
 pub mod control;
+mod exits;
 pub mod notify;
 pub mod run;
+mod schedule;
 pub mod watch;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use serde::Serialize;
@@ -15,13 +18,14 @@ use serde::Serialize;
 use crate::config::{Config, Mode};
 use crate::ctl::parse_pid;
 pub use crate::ctl::sources;
-use crate::cycle;
+pub use crate::cycle::CycleSummary;
+use crate::cycle::{Cycle, Kind, Memory};
 use crate::exit;
 use crate::ids::Pid;
 use crate::policy::Verdict;
-use crate::reap::{self, Outcome};
+use crate::reap::Outcome;
 use crate::report::{self, log::LogTarget};
-use crate::scan::ProcFs;
+use crate::scan::{ProcFs, Read};
 use crate::state;
 
 #[derive(Parser, Debug, Clone)]
@@ -83,55 +87,6 @@ pub struct Args {
     pub log_target: LogTarget,
 }
 
-/// Totals of one cycle.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CycleSummary {
-    pub trees_reaped: usize,
-    pub processes_reaped: usize,
-    pub escalations: usize,
-    pub failures: usize,
-    pub reclaimed_bytes: u64,
-    pub kept: std::collections::BTreeMap<&'static str, usize>,
-}
-
-impl CycleSummary {
-    pub fn new(judged: &cycle::Assessment, outcomes: &[Outcome]) -> CycleSummary {
-        let mut kept = std::collections::BTreeMap::<&'static str, usize>::default();
-        for j in judged.judgements.iter().filter(|j| !j.reap) {
-            *kept.entry(j.verdict.as_str()).or_default() += 1;
-        }
-        CycleSummary {
-            trees_reaped: outcomes.iter().filter(|o| o.reaped()).count(),
-            processes_reaped: outcomes.iter().map(|o| o.gone).sum(),
-            escalations: outcomes.iter().filter(|o| o.escalated).count(),
-            failures: outcomes.iter().filter(|o| !o.success()).count(),
-            reclaimed_bytes: outcomes.iter().map(|o| o.reclaimed.total()).sum(),
-            kept,
-        }
-    }
-
-    pub fn line(&self, dry_run: bool, planned: usize) -> String {
-        let kept: Vec<String> =
-            Verdict::ALL.iter().filter_map(|v| self.kept.get(v.as_str()).map(|n| format!("{n} {v}"))).collect();
-        let kept = if kept.is_empty() { "none".to_string() } else { kept.join(", ") };
-        if dry_run {
-            format!(
-                "cycle (dry-run): would reap {planned} tree(s), estimate {}; kept {kept}",
-                report::bytes(self.reclaimed_bytes)
-            )
-        } else {
-            format!(
-                "cycle: reaped {} tree(s), {} process(es), {} escalation(s), {} failure(s), reclaimed {}; kept {kept}",
-                self.trees_reaped,
-                self.processes_reaped,
-                self.escalations,
-                self.failures,
-                report::bytes(self.reclaimed_bytes)
-            )
-        }
-    }
-}
-
 #[derive(Serialize)]
 struct OnceJson<'a> {
     mode: Mode,
@@ -144,7 +99,11 @@ struct OnceJson<'a> {
 struct KeptTree {
     verdict: Verdict,
     root: i32,
+    /// The same as `root`: the one name every outcome shape has.
+    root_pid: i32,
+    root_start_time: u64,
     reason: String,
+    member_count: usize,
 }
 
 pub fn main() -> ExitCode {
@@ -170,14 +129,10 @@ pub fn mode_of(args: &Args, cfg: &Config) -> Mode {
     if args.dry_run { Mode::DryRun } else { cfg.mode }
 }
 
-pub fn settings(cfg: &Config, dry_run: bool) -> reap::Settings {
-    reap::Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_secs(1), dry_run }
-}
-
 fn once(args: &Args, cfg: &Config) -> ExitCode {
     let mode = mode_of(args, cfg);
     let state_path = args.state_file.clone().expect("set in main");
-    let (mut book, warning) = state::load_for_writer(&state_path);
+    let (book, warning) = state::load_for_writer(&state_path);
     if let Some(w) = warning {
         tracing::warn!(reaper_action = "error", "{w}");
     }
@@ -185,55 +140,54 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
     if let Some(note) = procfs.hidden_notice() {
         tracing::info!("{note}");
     }
-    let (assessment, orders) = match cycle::plan(&procfs, cfg, args.scope, &mut book, SystemTime::now()) {
+    let cycle = Cycle {
+        procfs: &procfs,
+        cfg,
+        scope: args.scope,
+        dry_run: mode == Mode::DryRun,
+        state_file: &state_path,
+        kind: Kind::Once,
+    };
+    let mut memory = Memory { book, known: HashMap::new() };
+    let planned = cycle.plan(&mut memory, Read::Fresh);
+    if let Some(Err(e)) = &planned.saved {
+        tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
+    }
+    let done = cycle.act(&mut memory, planned);
+    let (assessment, summary) = match done.judged {
         Ok(x) => x,
         Err(e) => {
             tracing::error!(reaper_action = "error", "{e}");
             return ExitCode::from(exit::assess(&e));
         }
     };
-    // Saved before acting: a crash mid-termination keeps the grace clock.
-    let saved = state::save(&state_path, &book);
-    if let Err(e) = &saved {
-        tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
-    }
-    // Every kept tree is explained; live ones only at debug level, since a
-    // timer runs this every few minutes.
-    let mut kept = Vec::new();
-    for j in assessment.judgements.iter().filter(|j| !j.reap) {
-        let root = &assessment.snapshot.procs[j.root];
-        let line =
-            format!("{} tree root={} ({}): {}", j.verdict, root.pid(), crate::names::short_cmd(root, 60), j.reason);
-        if j.verdict == Verdict::Live {
-            tracing::debug!(reaper_action = "keep", reaper_verdict = j.verdict.as_str(), reaper_root_pid = root.pid().get(), reaper_reason = %j.reason, "{line}");
-        } else {
-            tracing::info!(reaper_action = "keep", reaper_verdict = j.verdict.as_str(), reaper_root_pid = root.pid().get(), reaper_reason = %j.reason, "{line}");
-        }
-        kept.push(KeptTree { verdict: j.verdict, root: root.pid().get(), reason: j.reason.clone() });
-    }
-    let planned = orders.len();
-    let outcomes =
-        reap::terminate_with(&procfs, orders, &settings(cfg, mode == Mode::DryRun), Some(&assessment.snapshot));
-    for o in &outcomes {
-        report::log::outcome(o);
-    }
-    let summary = CycleSummary::new(&assessment, &outcomes);
-    tracing::info!(
-        reaper_action = "cycle",
-        reaper_reclaimed_bytes = summary.reclaimed_bytes,
-        "{}",
-        summary.line(mode == Mode::DryRun, planned)
-    );
     if args.json {
-        let j = OnceJson { mode, outcomes: &outcomes, kept: &kept, summary: &summary };
+        // Every kept tree, live ones included (the log explains them too,
+        // live ones at debug level, since a timer runs this every few minutes).
+        let kept: Vec<KeptTree> = assessment
+            .judgements
+            .iter()
+            .filter(|j| !j.reap)
+            .map(|j| KeptTree {
+                verdict: j.verdict,
+                root: assessment.snapshot.procs[j.root].pid().get(),
+                root_pid: assessment.snapshot.procs[j.root].pid().get(),
+                root_start_time: assessment.snapshot.procs[j.root].id.start_time.0,
+                reason: j.reason.clone(),
+                member_count: j.members.len(),
+            })
+            .collect();
+        let j = OnceJson { mode, outcomes: &done.outcomes, kept: &kept, summary: &summary };
         println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
     }
-    match saved {
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) => {
+    match done.saved {
+        Some(Err(e))
+            if matches!(e.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) =>
+        {
             ExitCode::from(exit::NOPERM)
         }
-        Err(_) => ExitCode::from(exit::CANTCREAT),
-        Ok(()) => ExitCode::from(exit::OK),
+        Some(Err(_)) => ExitCode::from(exit::CANTCREAT),
+        Some(Ok(())) | None => ExitCode::from(exit::OK),
     }
 }
 

@@ -155,6 +155,49 @@ fn names(path: &Path, cur: &mut PathBuf) -> VecDeque<OsString> {
     out
 }
 
+/// The daemon's side of a [`ConfigWatch`]: its fd in the runtime, or nothing
+/// when there is no config file to watch.
+pub struct ConfigEvents(Option<(ConfigWatch, tokio::io::unix::AsyncFd<OwnedFd>)>);
+
+impl ConfigEvents {
+    pub fn new(main: Option<&Path>) -> ConfigEvents {
+        ConfigEvents(main.and_then(|m| ConfigWatch::new(m).ok()).and_then(|w| {
+            let fd: OwnedFd = w.fd.try_clone().ok()?;
+            Some((w, crate::sys::async_fd(fd).ok()?))
+        }))
+    }
+
+    /// Resolves when inotify has something; never without a watch.
+    pub async fn ready(&self) {
+        match &self.0 {
+            Some((_, fd)) => {
+                let _ = fd.readable().await.map(|mut g| g.clear_ready());
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Whether the config changed: editors write in several steps, so after
+    /// a change this waits for them to finish.
+    pub async fn changed(&mut self) -> bool {
+        let Some((w, _)) = &mut self.0 else { return false };
+        if !w.drain() {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        w.drain();
+        true
+    }
+
+    /// Re-resolves the config path before a reload, so the watches follow a
+    /// retargeted symlink; a change after this point is noticed again.
+    pub fn rearm(&mut self) {
+        if let Some((w, _)) = &mut self.0 {
+            w.rearm();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

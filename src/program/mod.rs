@@ -94,14 +94,16 @@ impl Program {
     }
 
     /// The program of an argv, given as the spans of its elements in the
-    /// joined text. A single element with spaces is a rewritten process title
-    /// (`npm exec @x/y …`, padded): its words are the words.
+    /// joined text. An argv[0] with spaces is a rewritten process title
+    /// (`npm exec @x/y …`, padded; `exec -a "npm exec …" cmd args`): its
+    /// words are words of the command line, the other elements follow.
     pub fn from_argv(text: &str, args: &[Span]) -> Program {
-        if let [one] = args
-            && one.of(text).contains(char::is_whitespace)
+        if let Some((first, rest)) = args.split_first()
+            && first.of(text).contains(char::is_whitespace)
         {
             let mut w = Vec::new();
-            words::split_whitespace(text, *one, &mut w);
+            words::split_whitespace(text, *first, &mut w);
+            w.extend_from_slice(rest);
             return Program::identify(text, &w);
         }
         Program::identify(text, args)

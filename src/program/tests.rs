@@ -102,6 +102,9 @@ fn argv_boundaries_keep_paths_with_spaces_whole() {
     let (t, p) = argv(&["npm exec @playwright/mcp@latest   "]);
     assert_eq!(p.name(&t), "@playwright/mcp");
     assert_eq!(p.via, Via::Package);
+    // A title set with `exec -a` before other arguments.
+    let (t, p) = argv(&["npm exec @playwright/mcp@latest", "-c", "sleep 600"]);
+    assert_eq!((p.name(&t), p.via), ("@playwright/mcp", Via::Package));
 }
 
 #[test]

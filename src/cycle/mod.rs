@@ -1,5 +1,12 @@
 //! The pipeline glue: scan → tree → policy, the part shared by `reaperctl scan`,
-//! `mcp-reaperd --once` and the daemon.
+//! `mcp-reaperd --once` and the daemon; [`Cycle`] adds the acting half that
+//! `--once` and every daemon tick share (save, explain, terminate, report).
+
+mod run;
+mod summary;
+
+pub use run::{Cycle, Done, Kind, Memory, Planned};
+pub use summary::CycleSummary;
 
 use std::collections::BTreeSet;
 use std::fmt;

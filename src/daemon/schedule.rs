@@ -1,0 +1,158 @@
+//! When the daemon scans next, and how much that read takes over from the
+//! last snapshot: the periodic tick, young trees' deadlines, scans wanted
+//! soon after an exec or an exit, and the full and fresh reads that
+//! double-check the incremental ones. Which pids an incremental read must
+//! read again is scan's business ([`crate::scan::Read`]).
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use crate::ids::Pid;
+use crate::policy::Judgement;
+use crate::scan::{Read, Snapshot};
+
+/// In event mode, how often a full read of /proc double-checks the deltas.
+const RESYNC: Duration = Duration::from_secs(300);
+/// In pidfd mode, ticks read only new pids; how often a full read catches up
+/// with what such ticks miss (an exec under the same pid, a re-parenting
+/// whose old parent was not watched).
+const PIDFD_RESYNC: Duration = Duration::from_secs(120);
+/// How often a read takes nothing over at all, in case an exec kept its comm
+/// (pidfd mode cannot see those).
+const FRESH: Duration = Duration::from_secs(600);
+
+pub struct Schedule {
+    /// The last judged snapshot, what the next read builds on, and what the
+    /// kernel reported changed since (event mode).
+    last: Option<Snapshot>,
+    changed: HashSet<Pid>,
+    /// Events were lost or never flowed: the next cycle reads everything afresh.
+    need_full: bool,
+    /// A reap happened, or a user asked: the next read is a full one.
+    want_full: bool,
+    last_full: Instant,
+    last_fresh: Instant,
+    /// When the last scan started. The periodic scan is due `interval` after
+    /// it, whatever events arrive in between (they must not push it back).
+    last_scan: Instant,
+    /// A young tree's grace runs out.
+    next_young: Option<Instant>,
+    /// A scan wanted shortly (a host or server was just exec'd).
+    soon: Option<Instant>,
+}
+
+impl Schedule {
+    pub fn new() -> Schedule {
+        let now = Instant::now();
+        Schedule {
+            last: None,
+            changed: HashSet::new(),
+            need_full: true,
+            want_full: false,
+            last_full: now,
+            last_fresh: now,
+            last_scan: now,
+            next_young: None,
+            soon: None,
+        }
+    }
+
+    /// When the next scan is due unless something calls for one earlier.
+    pub fn deadline(&self, interval: Duration) -> Instant {
+        let mut deadline = self.last_scan + interval;
+        if let Some(y) = self.next_young {
+            deadline = deadline.min(y);
+        }
+        if let Some(s) = self.soon {
+            deadline = deadline.min(s);
+        }
+        deadline
+    }
+
+    /// A scan starts now (or, after the first cycle, the clock starts).
+    pub fn mark_scan(&mut self) {
+        self.last_scan = Instant::now();
+        self.soon = None;
+    }
+
+    /// When a scan for an exited host or owner may start: 5 ms from now (the
+    /// kernel re-parents its children meanwhile), and 50 ms after the last
+    /// scan at the earliest, which keeps reaction well within the 200 ms
+    /// target, and no more than twenty such scans a second when hosts exit by
+    /// the dozen (`claude -p` loops).
+    pub fn exit_scan_at(&self) -> Instant {
+        (Instant::now() + Duration::from_millis(5)).max(self.last_scan + Duration::from_millis(50))
+    }
+
+    /// A new host or server: look soon, so its host is watched before it can
+    /// die. At most two such scans a second: a busy machine may exec hosts
+    /// and servers all the time.
+    pub fn soon_after_exec(&mut self) {
+        if self.soon.is_none() {
+            self.soon =
+                Some((Instant::now() + Duration::from_millis(50)).max(self.last_scan + Duration::from_millis(500)));
+        }
+    }
+
+    /// The kernel reported a fork, exec or exit of `pid`.
+    pub fn changed(&mut self, pid: Pid) {
+        self.changed.insert(pid);
+    }
+
+    /// The next read takes nothing over (events lost, a failed cycle).
+    pub fn need_full(&mut self) {
+        self.need_full = true;
+    }
+
+    /// The next read re-reads every `stat` (a user asked to reap now).
+    pub fn want_full(&mut self) {
+        self.want_full = true;
+    }
+
+    /// A cycle judged `snapshot`: the next read builds on it; a reap changed
+    /// much, so then the next read is a full one; a young tree's deadline
+    /// wakes the loop a moment after it passes.
+    pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement], reaped: bool) {
+        let now = Instant::now();
+        self.next_young = judgements
+            .iter()
+            .filter_map(|j| j.grace_left)
+            .map(|left| now + left)
+            .min()
+            .map(|t| t + Duration::from_millis(20));
+        if reaped {
+            self.want_full = true;
+        }
+        self.last = Some(snapshot);
+    }
+
+    /// Event mode reads only what the kernel reported changed; pidfd mode
+    /// reads only new pids, and what the watched processes that `exited`
+    /// leave behind. Full reads still come every `RESYNC` / `PIDFD_RESYNC`,
+    /// and fresh ones every `FRESH` and whenever events were lost.
+    pub fn next_read(&mut self, events: bool, exited: HashSet<Pid>) -> Read {
+        let prev = self.last.take();
+        let changed = std::mem::take(&mut self.changed);
+        let want_full = std::mem::take(&mut self.want_full);
+        let now = Instant::now();
+        if self.need_full || prev.is_none() || self.last_fresh.elapsed() >= FRESH {
+            self.need_full = false;
+            (self.last_full, self.last_fresh) = (now, now);
+            return Read::Fresh;
+        }
+        let resync = if events { RESYNC } else { PIDFD_RESYNC };
+        match prev {
+            Some(prev) if !want_full && self.last_full.elapsed() < resync => {
+                if events {
+                    Read::Delta { prev, changed }
+                } else {
+                    Read::NewPids { prev, changed, exited }
+                }
+            }
+            prev => {
+                self.last_full = now;
+                Read::Stats { prev, changed }
+            }
+        }
+    }
+}

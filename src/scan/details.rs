@@ -1,0 +1,88 @@
+//! The second tier: [`Details`] of the processes a decision is about, and the
+//! systemd unit from their cgroup (whether they are its main process).
+
+use std::path::PathBuf;
+
+use super::parse;
+use super::process::{Details, FdTarget, Snapshot, Unit};
+use super::procfs::{ProcFs, ReadFail, parse_ns_inode, read_at, readlink_at};
+use crate::ids::{Identity, Pid, Uid};
+
+impl ProcFs {
+    /// Reads [`Details`] for one process, checking through the same directory fd
+    /// that it is still the process we scanned. `None` if it is gone or reused.
+    pub fn details(&self, id: Identity) -> Option<Details> {
+        let mut buf = Vec::with_capacity(2048);
+        let dir = self.open_verified(id, &mut buf)?;
+        let mut d = Details::default();
+        match read_at(&dir, "status", &mut buf) {
+            Ok(()) => {
+                let s = parse::parse_status(&buf);
+                d.uid = s.real_uid.map(Uid);
+                d.swap_bytes = s.vm_swap_bytes;
+                d.nspid_depth = s.nspid_depth;
+            }
+            Err(ReadFail::Gone) => return None,
+            Err(ReadFail::Denied) => {}
+        }
+        d.exe = readlink_at(&dir, "exe");
+        d.pidns = readlink_at(&dir, "ns/pid").and_then(|s| parse_ns_inode(&s));
+        for (i, slot) in d.fds.iter_mut().enumerate() {
+            *slot = readlink_at(&dir, ["fd/0", "fd/1", "fd/2"][i]).map(FdTarget);
+        }
+        if read_at(&dir, "cgroup", &mut buf).is_ok()
+            && let Some((v2, path, name)) = parse::cgroup_unit(&String::from_utf8_lossy(&buf))
+        {
+            let main = self.cgroup_oldest(v2, &path, id);
+            d.unit = Some(Unit { name, main });
+        }
+        Some(d)
+    }
+
+    /// Whether `id` is the oldest process of the cgroup at `path` (as
+    /// `/proc/PID/cgroup` names it), i.e. the unit's main process: a service
+    /// manager starts the main process first; processes a crashed host left
+    /// in a service's cgroup are younger than the service's own process.
+    fn cgroup_oldest(&self, v2: bool, path: &str, id: Identity) -> Option<bool> {
+        let dir = self.cgroup_dir(v2, path)?;
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+        let mut buf = Vec::with_capacity(512);
+        for pid in procs.split_whitespace().filter_map(Pid::parse).filter(|&p| p != id.pid) {
+            let Some(dirfd) = self.open_pid_dir(pid) else { continue };
+            if read_at(&dirfd, "stat", &mut buf).is_err() {
+                continue;
+            }
+            if parse::parse_stat(&buf).is_ok_and(|st| st.start_time < id.start_time.0) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    /// The directory of a cgroup path, from this `/proc`'s view of its own
+    /// mounts (the unified hierarchy, else systemd's v1 `name=systemd` one).
+    fn cgroup_dir(&self, v2: bool, path: &str) -> Option<PathBuf> {
+        let mounts = self.cgroup_mounts.get_or_init(|| {
+            let text = std::fs::read_to_string(self.root.join("self/mountinfo")).unwrap_or_default();
+            parse::cgroup_mounts(&text)
+        });
+        mounts.iter().filter(|m| m.0 == v2).find_map(|(_, root, point)| {
+            let rest = if root == "/" { Some(path) } else { path.strip_prefix(root.as_str()) }?;
+            let dir = PathBuf::from(format!("{point}/{}", rest.trim_start_matches('/')));
+            dir.is_dir().then_some(dir)
+        })
+    }
+
+    /// Fills in [`Details`] for the given pids (those not loaded yet).
+    pub fn load_details(&self, snap: &mut Snapshot, pids: impl IntoIterator<Item = Pid>) {
+        for pid in pids {
+            let Some(p) = snap.get_mut(pid) else { continue };
+            if p.details.is_some() || p.kernel_thread {
+                continue;
+            }
+            // A process that vanished or was replaced keeps an empty Details:
+            // every fact unknown, which the policy treats as "don't touch".
+            p.details = Some(Box::new(self.details(p.id).unwrap_or_default()));
+        }
+    }
+}

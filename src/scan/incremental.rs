@@ -1,0 +1,161 @@
+//! Whole-table reads of `/proc` and the rules for building on the last
+//! snapshot: what may be taken over, and what must be read again (pids the
+//! kernel reported, the children of exited processes, unsettled identities).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::ScanError;
+use super::process::{Process, Snapshot};
+use super::procfs::ProcFs;
+use crate::ids::Pid;
+
+/// What a full read may take over from the previous snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Read every process afresh.
+    Nothing,
+    /// Read every `stat`; take the command line over when pid, start time
+    /// and comm are unchanged (the daemon's periodic full read).
+    Cmdlines,
+    /// Take a process over whole when its `/proc/PID` directory is the same
+    /// inode as before (the pidfd-mode tick): only new pids are read. A
+    /// reused pid gets a new directory inode; an exec or re-parenting is not
+    /// seen, which is why such ticks alternate with `Cmdlines` reads.
+    Unchanged,
+}
+
+/// How a read builds on the last snapshot; [`ProcFs::read`] applies it. The
+/// caller picks the kind; which pids must be read again is decided here.
+#[derive(Debug)]
+pub enum Read {
+    /// Every process afresh, nothing taken over.
+    Fresh,
+    /// Every `stat`, taking command lines over ([`Reuse::Cmdlines`]), except
+    /// for the pids in `changed` (the kernel reported them).
+    Stats { prev: Option<Snapshot>, changed: HashSet<Pid> },
+    /// Only new pids ([`Reuse::Unchanged`]), plus `changed`, plus the watched
+    /// processes that `exited` and their children (they were re-parented).
+    NewPids { prev: Snapshot, changed: HashSet<Pid>, exited: HashSet<Pid> },
+    /// The last snapshot brought up to date from the pids the kernel reported
+    /// as changed ([`ProcFs::refresh`]).
+    Delta { prev: Snapshot, changed: HashSet<Pid> },
+}
+
+impl Snapshot {
+    /// The processes that exited (among those watched) and their children:
+    /// what a read that takes unchanged processes over must read again.
+    pub fn after_exits(&self, exited: &HashSet<Pid>) -> impl Iterator<Item = Pid> {
+        self.procs
+            .iter()
+            .filter(|p| p.ppid.is_some_and(|pp| exited.contains(&pp)))
+            .map(Process::pid)
+            .chain(exited.iter().copied())
+    }
+}
+
+impl ProcFs {
+    /// Reads processes the way `read` says.
+    pub fn read(&self, read: Read) -> Result<Snapshot, ScanError> {
+        match read {
+            Read::Fresh => self.rescan(None, Reuse::Nothing, &HashSet::new()),
+            Read::Stats { prev, changed } => self.rescan(prev.as_ref(), Reuse::Cmdlines, &changed),
+            Read::NewPids { prev, mut changed, exited } => {
+                changed.extend(prev.after_exits(&exited));
+                self.rescan(Some(&prev), Reuse::Unchanged, &changed)
+            }
+            Read::Delta { prev, changed } => Ok(self.refresh(prev, &changed)),
+        }
+    }
+
+    /// Reads every process. Processes that vanish mid-read are skipped silently.
+    pub fn snapshot(&self) -> Result<Snapshot, ScanError> {
+        self.rescan(None, Reuse::Nothing, &HashSet::new())
+    }
+
+    /// Reads every process listed in `/proc`, taking over from `prev` what
+    /// `reuse` allows. Only settled identities are taken over (an unsettled
+    /// one may be a same-tick newcomer), and never a pid in `changed` (the
+    /// kernel reported an exec or fork for it).
+    pub fn rescan(&self, prev: Option<&Snapshot>, reuse: Reuse, changed: &HashSet<Pid>) -> Result<Snapshot, ScanError> {
+        use std::os::unix::fs::DirEntryExt;
+        let tick = self.now_tick();
+        let dir =
+            std::fs::read_dir(&self.root).map_err(|source| ScanError::ReadDir { path: self.root.clone(), source })?;
+        let mut procs = Vec::with_capacity(prev.map_or(512, |p| p.len() + 64));
+        let mut buf = Vec::with_capacity(4096);
+        let mut path = PathBuf::new();
+        for entry in dir {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(Pid::parse) else { continue };
+            let ino = entry.ino();
+            let old = prev
+                .filter(|_| reuse != Reuse::Nothing)
+                .and_then(|s| s.get(pid))
+                .filter(|q| q.identity_settled() && !changed.contains(&pid));
+            let p = match old {
+                Some(q) if reuse == Reuse::Unchanged && q.dir_ino == ino && ino != 0 => {
+                    let mut q = q.clone();
+                    q.details = None;
+                    Some(q)
+                }
+                Some(q) => {
+                    path.clone_from(&self.root);
+                    path.push(&name);
+                    path.push("stat");
+                    match Self::read_stat_path(&path, &mut buf) {
+                        Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
+                            let mut p = self.process_from(pid, st, Arc::clone(&q.cmdline), tick);
+                            p.role = q.role;
+                            p.program = q.program;
+                            Some(p)
+                        }
+                        Some(_) => self.read_process(pid, &mut buf, tick), // exec'd or reused
+                        None => None,
+                    }
+                }
+                None => self.read_process(pid, &mut buf, tick),
+            };
+            if let Some(mut p) = p {
+                p.dir_ino = ino;
+                procs.push(p);
+            }
+        }
+        let ctx = self.context();
+        Ok(Snapshot::from_processes(procs, ctx))
+    }
+
+    /// Brings `prev` up to date from the pids the kernel reported as changed
+    /// (forked, exec'd or exited) instead of reading every process: the
+    /// daemon's tick in event mode. Children of an exited process are re-read
+    /// too (they were re-parented). Details are dropped: they are re-read for
+    /// the processes a decision is about. Processes whose identity was not
+    /// settled yet are re-read as well, so that it settles.
+    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>) -> Snapshot {
+        let tick = self.now_tick();
+        let mut dirty = changed.clone();
+        for p in &prev.procs {
+            if p.ppid.is_some_and(|pp| changed.contains(&pp)) || !p.identity_settled() {
+                dirty.insert(p.pid());
+            }
+        }
+        let mut procs: Vec<Process> = prev
+            .procs
+            .into_iter()
+            .filter(|p| !dirty.contains(&p.pid()))
+            .map(|mut p| {
+                p.details = None;
+                p
+            })
+            .collect();
+        let mut buf = Vec::with_capacity(4096);
+        for &pid in &dirty {
+            if let Some(p) = self.read_process(pid, &mut buf, tick) {
+                procs.push(p);
+            }
+        }
+        Snapshot::from_processes(procs, self.context())
+    }
+}

@@ -1,0 +1,262 @@
+//! What a scan produces: [`Snapshot`] of [`Process`]es, their second-tier
+//! [`Details`], and the small types those are made of. No reading here.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Identity, Pid, Uid};
+use crate::program::Program;
+
+/// Process state letter from `stat` field 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcState(pub char);
+
+impl ProcState {
+    pub fn is_zombie(self) -> bool {
+        matches!(self.0, 'Z' | 'X' | 'x')
+    }
+    /// Uninterruptible sleep: not even SIGKILL acts until it returns.
+    pub fn is_uninterruptible(self) -> bool {
+        self.0 == 'D'
+    }
+}
+
+/// Where one of fds 0–2 points (`readlink /proc/PID/fd/N`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdTarget(pub String);
+
+impl FdTarget {
+    /// A pseudo-terminal whose master side has gone (window closed).
+    pub fn is_dead_terminal(&self) -> bool {
+        self.0.starts_with("/dev/pts/") && self.0.ends_with(" (deleted)")
+    }
+    pub fn is_terminal(&self) -> bool {
+        self.0.starts_with("/dev/pts/") || self.0.starts_with("/dev/tty")
+    }
+
+    pub fn kind(&self) -> FdKind {
+        let t = self.0.as_str();
+        if t.starts_with("pipe:[") {
+            FdKind::Pipe
+        } else if t.starts_with("socket:[") {
+            FdKind::Socket
+        } else if t == "/dev/null" {
+            FdKind::Null
+        } else if self.is_terminal() {
+            FdKind::Tty
+        } else if t.starts_with('/') {
+            FdKind::File
+        } else {
+            FdKind::Other
+        }
+    }
+}
+
+/// What one of fds 0–1 is, as stdio evidence: an MCP stdio server talks to
+/// its host over a pipe or a socket; `/dev/null`, a terminal or a file means
+/// it was started (or redirected) on purpose to run on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FdKind {
+    Pipe,
+    Socket,
+    Null,
+    Tty,
+    File,
+    /// `anon_inode:…` and the like.
+    Other,
+    /// Not readable (another user's process, or non-dumpable).
+    Unknown,
+}
+
+impl FdKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FdKind::Pipe => "pipe",
+            FdKind::Socket => "socket",
+            FdKind::Null => "/dev/null",
+            FdKind::Tty => "terminal",
+            FdKind::File => "file",
+            FdKind::Other => "other",
+            FdKind::Unknown => "unreadable",
+        }
+    }
+
+    /// A link to another process: what a host gives its stdio servers.
+    pub fn is_link(self) -> bool {
+        matches!(self, FdKind::Pipe | FdKind::Socket)
+    }
+}
+
+/// The systemd unit a process runs in, from `/proc/PID/cgroup`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unit {
+    /// The innermost `*.service` or `*.scope` of its cgroup path.
+    pub name: String,
+    /// Whether it is the unit's main process: the oldest process of its
+    /// cgroup (`None`: the cgroup's member list could not be read).
+    pub main: Option<bool>,
+}
+
+impl Unit {
+    pub fn is_service(&self) -> bool {
+        self.name.ends_with(".service")
+    }
+}
+
+/// Second-tier facts, read only where a decision needs them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Details {
+    /// `None` when `status` could not be read.
+    pub uid: Option<Uid>,
+    pub swap_bytes: Option<u64>,
+    pub nspid_depth: Option<usize>,
+    /// Inode of `/proc/PID/ns/pid`; needs ptrace access, so often unknown.
+    pub pidns: Option<u64>,
+    pub exe: Option<String>,
+    pub fds: [Option<FdTarget>; 3],
+    /// Its systemd unit, when its cgroup path names one.
+    pub unit: Option<Unit>,
+}
+
+impl Details {
+    pub fn fd_kind(&self, fd: usize) -> FdKind {
+        self.fds.get(fd).and_then(Option::as_ref).map_or(FdKind::Unknown, FdTarget::kind)
+    }
+}
+
+/// One process as first read.
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub id: Identity,
+    /// `None` for PID 1 and kernel roots (ppid 0) and for parents outside our namespace.
+    pub ppid: Option<Pid>,
+    pub pgid: Option<Pid>,
+    pub sid: Option<Pid>,
+    pub tty_nr: u32,
+    pub state: ProcState,
+    pub kernel_thread: bool,
+    pub comm: String,
+    /// argv joined by spaces (lossy UTF-8). Empty for kernel threads and zombies.
+    /// Raw, secrets included: for matching only; show [`Process::display_cmd`].
+    pub cmdline: Arc<str>,
+    /// What it runs, as spans of `cmdline` (see [`crate::program`]).
+    pub program: Program,
+    pub rss_bytes: u64,
+    /// Boxed: most processes never get details, and a snapshot holds thousands.
+    pub details: Option<Box<Details>>,
+    /// Its role from the command line alone, kept with the command line
+    /// across scans (see [`crate::config::Matcher::classify_cached`]).
+    pub role: Option<crate::config::CachedRole>,
+    /// Inode of its `/proc/PID` directory as listed (0 when unknown).
+    pub dir_ino: u64,
+    /// Clock tick (since boot) at which this process was last seen holding
+    /// its pid, taken before the read. See [`Process::identity_settled`].
+    pub checked_tick: u64,
+}
+
+impl Process {
+    pub fn pid(&self) -> Pid {
+        self.id.pid
+    }
+
+    /// What to show: the command line with secrets masked ([`crate::redact`]),
+    /// or `[comm]` like ps does. Every command line a human, a log or JSON
+    /// sees comes from here; match on the raw `cmdline` instead.
+    pub fn display_cmd(&self) -> std::borrow::Cow<'_, str> {
+        if self.cmdline.is_empty() {
+            crate::redact::redact(&format!("[{}]", self.comm)).into_owned().into()
+        } else {
+            crate::redact::redact(&self.cmdline)
+        }
+    }
+
+    pub fn uid(&self) -> Option<Uid> {
+        self.details.as_ref().and_then(|d| d.uid)
+    }
+
+    pub fn swap_bytes(&self) -> u64 {
+        self.details.as_ref().and_then(|d| d.swap_bytes).unwrap_or(0)
+    }
+
+    pub fn exe(&self) -> Option<&str> {
+        self.details.as_ref().and_then(|d| d.exe.as_deref())
+    }
+
+    /// Whether `(pid, start time)` names this process and no other. Start
+    /// times count 10 ms ticks, so a process read within its own start tick
+    /// could still die and have its pid reused by a newcomer *in that same
+    /// tick*, with an identical identity. Once a read that began after the
+    /// start tick ended has seen it, any later holder of the pid starts in a
+    /// later tick: the identity is unambiguous from then on.
+    pub fn identity_settled(&self) -> bool {
+        self.id.start_time.0 < self.checked_tick
+    }
+}
+
+/// Clock ticks since boot, on the clock `stat`'s start times count
+/// (`CLOCK_BOOTTIME` in `USER_HZ` units, rounded down like the kernel does).
+pub fn boot_tick(clk_tck: u64) -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    // CLOCK_BOOTTIME is never negative.
+    let ns = u128::from(t.tv_sec.cast_unsigned()) * 1_000_000_000 + u128::from(t.tv_nsec.cast_unsigned());
+    u64::try_from(ns * u128::from(clk_tck.max(1)) / 1_000_000_000).unwrap_or(u64::MAX)
+}
+
+/// Facts about the scanning process itself and the clock, taken with the snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    pub self_pid: Option<Pid>,
+    pub self_pidns: Option<u64>,
+    pub self_nspid_depth: Option<usize>,
+    pub self_uid: Option<Uid>,
+    pub uptime_secs: f64,
+    pub clk_tck: u64,
+}
+
+/// Every process of the namespace at one moment (as close to one as /proc allows).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Sorted by pid: lookups are binary searches, no index to hold.
+    pub procs: Vec<Process>,
+    pub ctx: Context,
+    pub taken_at: Option<SystemTime>,
+}
+
+impl Snapshot {
+    pub fn from_processes(mut procs: Vec<Process>, ctx: Context) -> Snapshot {
+        // /proc lists pids in order already; a refresh appends the re-read ones.
+        procs.sort_unstable_by_key(Process::pid);
+        procs.dedup_by_key(|p| p.pid());
+        procs.shrink_to_fit();
+        Snapshot { procs, ctx, taken_at: Some(SystemTime::now()) }
+    }
+
+    pub fn get(&self, pid: Pid) -> Option<&Process> {
+        self.index_of(pid).map(|i| &self.procs[i])
+    }
+
+    pub fn get_mut(&mut self, pid: Pid) -> Option<&mut Process> {
+        self.index_of(pid).map(|i| &mut self.procs[i])
+    }
+
+    pub fn index_of(&self, pid: Pid) -> Option<usize> {
+        self.procs.binary_search_by_key(&pid, Process::pid).ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.procs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.procs.is_empty()
+    }
+
+    /// Age of a process in seconds, from its start time and the uptime at scan.
+    pub fn age_secs(&self, p: &Process) -> f64 {
+        let tck = self.ctx.clk_tck.max(1) as f64;
+        (self.ctx.uptime_secs - p.id.start_time.0 as f64 / tck).max(0.0)
+    }
+}

@@ -1,0 +1,269 @@
+//! Reading one process (or one file of it) from a `/proc`: [`ProcFs`], the
+//! directory-fd discipline, and the small parsers of paths and links.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
+
+use super::parse::{self, MemInfo, Rollup};
+use super::process::{Context, ProcState, Process, boot_tick};
+use crate::ids::{Identity, Pid, StartTime, Uid};
+use crate::program::Program;
+
+/// A `/proc` to read: the real one, or a fixture tree in tests.
+#[derive(Clone, Debug)]
+pub struct ProcFs {
+    pub(super) root: PathBuf,
+    page_size: u64,
+    /// (mount root, mount point) of the cgroup hierarchies that name units.
+    pub(super) cgroup_mounts: std::sync::OnceLock<Vec<(bool, String, String)>>,
+}
+
+impl Default for ProcFs {
+    fn default() -> Self {
+        ProcFs::new("/proc")
+    }
+}
+
+/// Reading a file failed: the process is gone, or we may not look.
+pub(super) enum ReadFail {
+    Gone,
+    Denied,
+}
+
+fn classify(e: rustix::io::Errno) -> ReadFail {
+    if e == rustix::io::Errno::ACCESS || e == rustix::io::Errno::PERM {
+        ReadFail::Denied
+    } else {
+        // ENOENT, ESRCH, and anything odd: treat as vanished.
+        ReadFail::Gone
+    }
+}
+
+impl ProcFs {
+    pub fn new(root: impl Into<PathBuf>) -> ProcFs {
+        ProcFs {
+            root: root.into(),
+            page_size: rustix::param::page_size() as u64,
+            cgroup_mounts: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// A note when this `/proc` hides other users' processes from us
+    /// (mounted with `hidepid=1|2`, `invisible` or `noaccess`): every pid
+    /// namespace has a PID 1, so not finding it, or not being allowed to
+    /// read it, means the mount hides it. Then only our own uid's processes
+    /// are judged, which is all a per-user reaper needs.
+    pub fn hidden_notice(&self) -> Option<String> {
+        let err = std::fs::File::open(self.root.join("1/stat")).err()?;
+        if !matches!(err.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) {
+            return None;
+        }
+        let uid = rustix::process::getuid().as_raw();
+        Some(format!(
+            "{} hides other users' processes (hidepid): this reaper sees only uid {uid}'s processes and \
+             judges only their trees; a tree whose parent is hidden is kept, unless that parent is PID 1",
+            self.root.display()
+        ))
+    }
+
+    /// The clock tick now, on the clock of this `/proc`'s start times: the
+    /// real boot-time clock, or a fixture tree's `uptime` file.
+    pub fn now_tick(&self) -> u64 {
+        let tck = rustix::param::clock_ticks_per_second();
+        if self.root != Path::new("/proc")
+            && let Some(t) = std::fs::read_to_string(self.root.join("uptime")).ok().and_then(|u| uptime_ticks(&u, tck))
+        {
+            return t;
+        }
+        boot_tick(tck)
+    }
+
+    pub(super) fn read_stat_path(path: &Path, buf: &mut Vec<u8>) -> Option<parse::Stat> {
+        let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        buf.clear();
+        buf.resize(4096, 0);
+        // One read: the kernel emits the whole line at once when it fits.
+        let n = rustix::io::read(&fd, &mut buf[..]).ok()?;
+        buf.truncate(n);
+        if n == 4096 {
+            return None; // cannot be a stat line; treat as unreadable
+        }
+        parse::parse_stat(buf).ok()
+    }
+
+    pub(super) fn process_from(&self, pid: Pid, stat: parse::Stat, cmdline: Arc<str>, checked_tick: u64) -> Process {
+        Process {
+            id: Identity { pid, start_time: StartTime(stat.start_time) },
+            ppid: Pid::new(stat.ppid),
+            pgid: Pid::new(stat.pgrp),
+            sid: Pid::new(stat.session),
+            tty_nr: stat.tty_nr,
+            state: ProcState(stat.state as char),
+            kernel_thread: stat.flags & parse::PF_KTHREAD != 0,
+            comm: stat.comm,
+            cmdline,
+            program: Program::default(),
+            rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
+            details: None,
+            role: None,
+            dir_ino: 0,
+            checked_tick,
+        }
+    }
+
+    /// The `/proc/PID` dirfd of `id`, checked through that same fd to still be
+    /// the process with `id`'s start time (not a reused pid).
+    pub(super) fn open_verified(&self, id: Identity, buf: &mut Vec<u8>) -> Option<OwnedFd> {
+        let dir = self.open_pid_dir(id.pid)?;
+        read_at(&dir, "stat", buf).ok()?;
+        (parse::parse_stat(buf).ok()?.start_time == id.start_time.0).then_some(dir)
+    }
+
+    pub(super) fn open_pid_dir(&self, pid: Pid) -> Option<OwnedFd> {
+        let path = self.root.join(pid.to_string());
+        rustix::fs::open(&path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()
+    }
+
+    pub(super) fn read_process(&self, pid: Pid, buf: &mut Vec<u8>, checked_tick: u64) -> Option<Process> {
+        let dir = self.open_pid_dir(pid)?;
+        read_at(&dir, "stat", buf).ok()?;
+        let stat = parse::parse_stat(buf).ok()?;
+        let kernel_thread = stat.flags & parse::PF_KTHREAD != 0;
+        let state = ProcState(stat.state as char);
+        let mut program = Program::default();
+        let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
+            Arc::default()
+        } else {
+            match read_at(&dir, "cmdline", buf) {
+                Ok(()) => {
+                    let mut spans = Vec::new();
+                    let text = parse::join_argv(buf, &mut spans);
+                    program = Program::from_argv(&text, &spans);
+                    text.into()
+                }
+                Err(ReadFail::Denied) => Arc::default(),
+                Err(ReadFail::Gone) => return None,
+            }
+        };
+        let mut p = self.process_from(pid, stat, cmdline, checked_tick);
+        p.program = program;
+        Some(p)
+    }
+
+    /// Children of a process from `task/*/children`, or `None` when this
+    /// kernel lacks them (`CONFIG_PROC_CHILDREN`) and the caller must scan.
+    pub fn children(&self, pid: Pid) -> Option<Vec<Pid>> {
+        let tasks = self.root.join(pid.to_string()).join("task");
+        let mut out = Vec::new();
+        let Ok(rd) = std::fs::read_dir(&tasks) else { return Some(out) }; // gone
+        let mut any_file = false;
+        for t in rd.flatten() {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                any_file = true;
+                out.extend(text.split_whitespace().filter_map(Pid::parse));
+            }
+        }
+        any_file.then_some(out)
+    }
+
+    /// One process, read now the way a scan reads it.
+    pub fn process(&self, pid: Pid) -> Option<Process> {
+        let tick = self.now_tick();
+        self.read_process(pid, &mut Vec::with_capacity(4096), tick)
+    }
+
+    /// The command line of one pid, read now (joined, lossy).
+    pub fn cmdline(&self, pid: Pid) -> Option<String> {
+        let dir = self.open_pid_dir(pid)?;
+        let mut buf = Vec::with_capacity(1024);
+        read_at(&dir, "cmdline", &mut buf).ok()?;
+        Some(parse::join_cmdline(&buf))
+    }
+
+    /// A fresh `stat` of one pid, for re-checks right before acting.
+    pub fn stat(&self, pid: Pid) -> Option<parse::Stat> {
+        let dir = self.open_pid_dir(pid)?;
+        let mut buf = Vec::with_capacity(1024);
+        read_at(&dir, "stat", &mut buf).ok()?;
+        parse::parse_stat(&buf).ok()
+    }
+
+    /// PSS + `SwapPss` of one process, or `None` when `smaps_rollup` is unreadable.
+    pub fn rollup(&self, id: Identity) -> Option<Rollup> {
+        let mut buf = Vec::with_capacity(1024);
+        let dir = self.open_verified(id, &mut buf)?;
+        read_at(&dir, "smaps_rollup", &mut buf).ok()?;
+        parse::parse_smaps_rollup(&buf)
+    }
+
+    pub fn meminfo(&self) -> Option<MemInfo> {
+        std::fs::read(self.root.join("meminfo")).ok().map(|b| parse::parse_meminfo(&b))
+    }
+
+    pub(super) fn context(&self) -> Context {
+        let self_pid = std::fs::read_link(self.root.join("self")).ok().and_then(|p| p.to_str().and_then(Pid::parse));
+        let mut ctx = Context {
+            self_pid,
+            clk_tck: rustix::param::clock_ticks_per_second(),
+            uptime_secs: std::fs::read_to_string(self.root.join("uptime"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next().and_then(|f| f.parse().ok()))
+                .unwrap_or(0.0),
+            ..Context::default()
+        };
+        if let Some(pid) = self_pid {
+            let self_dir = self.root.join(pid.to_string());
+            ctx.self_pidns =
+                std::fs::read_link(self_dir.join("ns/pid")).ok().and_then(|p| p.to_str().and_then(parse_ns_inode));
+            if let Ok(b) = std::fs::read(self_dir.join("status")) {
+                let s = parse::parse_status(&b);
+                ctx.self_nspid_depth = s.nspid_depth;
+                ctx.self_uid = s.real_uid.map(Uid);
+            }
+        }
+        ctx
+    }
+}
+
+/// `/proc/uptime`'s first field (`12345.67`, centiseconds) in clock ticks.
+fn uptime_ticks(text: &str, tck: u64) -> Option<u64> {
+    let (secs, cs) = text.split_whitespace().next()?.split_once('.')?;
+    let (secs, cs): (u64, u64) = (secs.parse().ok()?, cs.parse().ok()?);
+    Some(secs * tck + cs * tck / 100)
+}
+
+/// `pid:[4026531836]` → 4026531836.
+pub(super) fn parse_ns_inode(s: &str) -> Option<u64> {
+    s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Reads a whole file below a `/proc/PID` dirfd into `buf`.
+pub(super) fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail> {
+    buf.clear();
+    let fd =
+        rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(classify)?;
+    let mut chunk = [0u8; 4096];
+    loop {
+        match rustix::io::read(&fd, &mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(classify(e)),
+        }
+    }
+}
+
+pub(super) fn readlink_at(dir: &OwnedFd, name: &str) -> Option<String> {
+    let target = rustix::fs::readlinkat(dir.as_fd(), name, Vec::new()).ok()?;
+    Some(OsString::from_vec(target.into_bytes()).to_string_lossy().into_owned())
+}
