@@ -29,6 +29,7 @@ pub mod program;
 pub mod reap;
 pub(crate) mod redact;
 pub(crate) mod report;
+pub mod role;
 pub mod scan;
 pub(crate) mod state;
 pub mod sys;

@@ -14,21 +14,11 @@ use std::time::{Instant, SystemTime};
 
 use crate::config::{Config, Subject};
 use crate::ids::Pid;
-use crate::policy::{self, GraceBook, Judgement};
+use crate::policy::{self, GraceBook};
 use crate::scan::{ProcFs, Reuse, ScanError, Snapshot};
 use crate::tree::Forest;
 
-/// A judged snapshot.
-#[derive(Clone, Debug)]
-pub struct Assessment {
-    pub snapshot: Snapshot,
-    pub forest: Forest,
-    pub judgements: Vec<Judgement>,
-    pub scope: Option<Pid>,
-    pub scan_duration: std::time::Duration,
-    /// The patterns the roles came from, for explanations.
-    pub matcher: std::sync::Arc<crate::config::Matcher>,
-}
+pub use crate::policy::Assessment;
 
 #[derive(Debug)]
 pub enum AssessError {

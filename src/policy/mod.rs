@@ -1,20 +1,26 @@
 //! Stage 3: one verdict per server tree, with a reason a person can read.
 //! Pure: reads the snapshot and forest, signals nothing.
 
+mod assessment;
+mod evidence;
 pub(crate) mod grace;
+mod guard;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Role};
-use crate::ids::{Identity, Pid, Uid};
-use crate::names::{name, program_ref};
-use crate::scan::{FdKind, Process, Snapshot};
+use crate::ids::{Identity, Pid};
+use crate::names::name;
+use crate::scan::{Process, Snapshot};
 use crate::tree::{Forest, TreeShape};
+pub use assessment::Assessment;
+use evidence::adopted;
 pub use grace::GraceBook;
+use guard::Guard;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -243,74 +249,6 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
     j
 }
 
-/// A tree whose root's parent adopts orphans: an orphan, unless the evidence
-/// says it was started to run on its own: as a service unit's main process,
-/// or with no stdio link to anyone.
-fn adopted(snap: &Snapshot, j: &mut Judgement, how: &str) {
-    let root = &snap.procs[j.root];
-    if let Some(unit) = root.details.as_ref().and_then(|d| d.unit.as_ref()).filter(|u| u.is_service())
-        && unit.main != Some(false)
-    {
-        j.verdict = Verdict::Protected;
-        j.reason = format!(
-            "{} runs as systemd unit {} (the unit's main process, started by its service manager, not by a host)",
-            program_ref(root),
-            unit.name
-        );
-        return;
-    }
-    if let Some(evidence) = detached(snap, &j.servers) {
-        j.verdict = Verdict::Detached;
-        j.reason = format!("adopted by {how}, but {evidence}: detached on purpose, not a host's stdio server");
-        return;
-    }
-    j.verdict = Verdict::Orphan;
-    j.candidate = true;
-    j.reap = true;
-    let link = j
-        .servers
-        .iter()
-        .find_map(|&s| {
-            stdio_link(&snap.procs[s]).map(|k| format!("server {} has its stdio on a {k}", program_ref(&snap.procs[s])))
-        })
-        .unwrap_or_default();
-    j.reason = format!("adopted by {how} after its host exited; {link}");
-}
-
-/// The kind of link (pipe, socket) a server's fd 0 or 1 has, if any.
-fn stdio_link(p: &Process) -> Option<&'static str> {
-    let d = p.details.as_ref()?;
-    [d.fd_kind(0), d.fd_kind(1)].into_iter().find(|k| k.is_link()).map(crate::scan::FdKind::as_str)
-}
-
-fn fd_kinds(p: &Process) -> [FdKind; 2] {
-    p.details.as_ref().map_or([FdKind::Unknown; 2], |d| [d.fd_kind(0), d.fd_kind(1)])
-}
-
-/// Why a tree's servers are not anyone's stdio servers: none of them has a
-/// pipe or socket on fd 0 or 1, and at least one shows what it has instead.
-/// `None` when one has a link, or when nothing could be read (the never-touch
-/// rules keep such a tree, with the reason).
-fn detached(snap: &Snapshot, servers: &[usize]) -> Option<String> {
-    let mut why = Vec::new();
-    for &s in servers {
-        let p = &snap.procs[s];
-        let kinds = fd_kinds(p);
-        if kinds.iter().any(|k| k.is_link()) {
-            return None;
-        }
-        if kinds.iter().any(|&k| k != FdKind::Unknown) {
-            why.push(format!(
-                "server {} has stdin {} and stdout {}",
-                program_ref(p),
-                kinds[0].as_str(),
-                kinds[1].as_str()
-            ));
-        }
-    }
-    (!why.is_empty()).then(|| why.join(", "))
-}
-
 fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     let id = snap.procs[j.root].id;
     let first = inp.grace.get(id).unwrap_or(inp.now).min(inp.now);
@@ -367,98 +305,9 @@ fn terminal(p: &Process) -> Term {
     live.map_or(Term::None, Term::Live)
 }
 
-/// The never-touch rules. Not configurable.
-struct Guard {
-    untouchable: HashSet<usize>,
-    self_uid: Option<Uid>,
-    self_pidns: Option<u64>,
-    self_depth: Option<usize>,
-    min_uid: u32,
-}
-
-impl Guard {
-    fn new(snap: &Snapshot, forest: &Forest, cfg: &Config) -> Guard {
-        let mut untouchable = HashSet::new();
-        if let Some(me) = snap.ctx.self_pid.and_then(|p| snap.index_of(p)) {
-            untouchable.insert(me);
-            let mut cur = forest.parent[me];
-            while let Some(a) = cur {
-                if !untouchable.insert(a) {
-                    break;
-                }
-                cur = forest.parent[a];
-            }
-        }
-        Guard {
-            untouchable,
-            self_uid: snap.ctx.self_uid,
-            self_pidns: snap.ctx.self_pidns,
-            self_depth: snap.ctx.self_nspid_depth,
-            min_uid: cfg.min_uid,
-        }
-    }
-
-    /// Why this tree must not be touched, if it must not. Only candidates are
-    /// checked: a kept tree needs no second reason.
-    fn check(&self, snap: &Snapshot, j: &Judgement) -> Option<String> {
-        if !j.candidate {
-            return None;
-        }
-        j.members.iter().find_map(|&(m, _)| self.member(snap, m)).or_else(|| {
-            // Orphans are told from detached servers by their stdio.
-            let linked = j.servers.iter().any(|&s| fd_kinds(&snap.procs[s]).iter().any(|k| k.is_link()));
-            let blind = j.servers.iter().find(|&&s| fd_kinds(&snap.procs[s]) == [FdKind::Unknown; 2]);
-            blind
-                .filter(|_| j.verdict == Verdict::Orphan && !linked)
-                .map(|&s| format!("cannot read the stdio (fd 0, 1) of server {}", program_ref(&snap.procs[s])))
-        })
-    }
-
-    fn member(&self, snap: &Snapshot, m: usize) -> Option<String> {
-        let p = &snap.procs[m];
-        let who = || name(p);
-        if p.pid() == Pid::INIT {
-            return Some("contains PID 1, which is never signalled".into());
-        }
-        if p.kernel_thread {
-            return Some(format!("contains kernel thread {}", who()));
-        }
-        if self.untouchable.contains(&m) {
-            return Some(format!("contains mcp-reaper itself or one of its ancestors: {}", who()));
-        }
-        if p.state.is_zombie() {
-            return None; // already dead: nothing will be sent to it
-        }
-        let Some(d) = &p.details else {
-            return Some(format!("member {} could not be inspected", who()));
-        };
-        let same_ns = match (self.self_pidns, d.pidns, self.self_depth, d.nspid_depth) {
-            (Some(a), Some(b), _, _) => Some(a == b),
-            (_, _, Some(a), Some(b)) => Some(a == b),
-            _ => None,
-        };
-        match same_ns {
-            Some(true) => {}
-            Some(false) => return Some(format!("member {} lives in another PID namespace", who())),
-            None => return Some(format!("cannot tell which PID namespace member {} is in", who())),
-        }
-        let Some(uid) = d.uid else {
-            return Some(format!("cannot read which user owns member {}", who()));
-        };
-        match self.self_uid {
-            Some(me) if me != Uid::ROOT && uid != me => Some(format!(
-                "member {} belongs to uid {uid}; a reaper running as uid {me} only reaps its own processes",
-                who()
-            )),
-            _ if uid.0 < self.min_uid => {
-                Some(format!("member {} belongs to uid {uid}, below min_uid {}", who(), self.min_uid))
-            }
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod corpus;
+#[cfg(test)]
+mod evidence_tests;
 #[cfg(test)]
 mod tests;

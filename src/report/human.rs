@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::cycle::Assessment;
+use crate::policy::Assessment;
 use crate::policy::Verdict;
 use crate::report::{age, bytes, json};
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::config::Role;
-use crate::cycle::Assessment;
+use crate::policy::Assessment;
 use crate::policy::{Judgement, Verdict};
 use crate::scan::{FdKind, Process, Snapshot};
 

@@ -149,7 +149,7 @@ pub struct Process {
     pub details: Option<Box<Details>>,
     /// Its role from the command line alone, kept with the command line
     /// across scans (see [`crate::config::Matcher::classify_cached`]).
-    pub role: Option<crate::config::CachedRole>,
+    pub role: Option<crate::role::CachedRole>,
     /// Inode of its `/proc/PID` directory as listed (0 when unknown).
     pub dir_ino: u64,
     /// Clock tick (since boot) at which this process was last seen holding

@@ -1,0 +1,75 @@
+//! Evidence about an adopted tree: was it started to run on its own (a
+//! service unit's main process, servers with no stdio link to anyone), or is
+//! it a host's stdio server whose host is gone?
+
+use super::{Judgement, Verdict};
+use crate::names::program_ref;
+use crate::scan::{FdKind, Process, Snapshot};
+
+/// A tree whose root's parent adopts orphans: an orphan, unless the evidence
+/// says it was started to run on its own: as a service unit's main process,
+/// or with no stdio link to anyone.
+pub(super) fn adopted(snap: &Snapshot, j: &mut Judgement, how: &str) {
+    let root = &snap.procs[j.root];
+    if let Some(unit) = root.details.as_ref().and_then(|d| d.unit.as_ref()).filter(|u| u.is_service())
+        && unit.main != Some(false)
+    {
+        j.verdict = Verdict::Protected;
+        j.reason = format!(
+            "{} runs as systemd unit {} (the unit's main process, started by its service manager, not by a host)",
+            program_ref(root),
+            unit.name
+        );
+        return;
+    }
+    if let Some(evidence) = detached(snap, &j.servers) {
+        j.verdict = Verdict::Detached;
+        j.reason = format!("adopted by {how}, but {evidence}: detached on purpose, not a host's stdio server");
+        return;
+    }
+    j.verdict = Verdict::Orphan;
+    j.candidate = true;
+    j.reap = true;
+    let link = j
+        .servers
+        .iter()
+        .find_map(|&s| {
+            stdio_link(&snap.procs[s]).map(|k| format!("server {} has its stdio on a {k}", program_ref(&snap.procs[s])))
+        })
+        .unwrap_or_default();
+    j.reason = format!("adopted by {how} after its host exited; {link}");
+}
+
+/// The kind of link (pipe, socket) a server's fd 0 or 1 has, if any.
+fn stdio_link(p: &Process) -> Option<&'static str> {
+    let d = p.details.as_ref()?;
+    [d.fd_kind(0), d.fd_kind(1)].into_iter().find(|k| k.is_link()).map(crate::scan::FdKind::as_str)
+}
+
+pub(super) fn fd_kinds(p: &Process) -> [FdKind; 2] {
+    p.details.as_ref().map_or([FdKind::Unknown; 2], |d| [d.fd_kind(0), d.fd_kind(1)])
+}
+
+/// Why a tree's servers are not anyone's stdio servers: none of them has a
+/// pipe or socket on fd 0 or 1, and at least one shows what it has instead.
+/// `None` when one has a link, or when nothing could be read (the never-touch
+/// rules keep such a tree, with the reason).
+fn detached(snap: &Snapshot, servers: &[usize]) -> Option<String> {
+    let mut why = Vec::new();
+    for &s in servers {
+        let p = &snap.procs[s];
+        let kinds = fd_kinds(p);
+        if kinds.iter().any(|k| k.is_link()) {
+            return None;
+        }
+        if kinds.iter().any(|&k| k != FdKind::Unknown) {
+            why.push(format!(
+                "server {} has stdin {} and stdout {}",
+                program_ref(p),
+                kinds[0].as_str(),
+                kinds[1].as_str()
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| why.join(", "))
+}
