@@ -580,3 +580,38 @@ fn once_logs_reap_fields_to_journald() {
     assert!(e["MESSAGE"].as_str().is_some_and(|m| m.contains(&format!("root={npm}"))), "{e:#}");
     drop(lock);
 }
+
+/// In a PID namespace of its own the proc connector accepts the subscription
+/// but delivers nothing: the daemon must notice (its own child's events never
+/// come), say why once, and run in pidfd mode rather than deaf in "netlink".
+#[test]
+fn a_subscription_that_delivers_nothing_falls_back_to_pidfds_and_says_why() {
+    const TEST: &str = "a_subscription_that_delivers_nothing_falls_back_to_pidfds_and_says_why";
+    if !is_root() {
+        return skip(TEST, "needs root (the proc connector and a PID namespace)");
+    }
+    let Some(unshare) = find_tool("unshare") else {
+        return skip(TEST, "unshare (util-linux) is not installed");
+    };
+    let dir = TempDir::new("pidns-events");
+    let cfg = dir.config(60, "");
+    let (sock, state) = (dir.path().join("control.sock"), dir.path().join("state.json"));
+    // The daemon is PID 2 of a namespace whose PID 1 is `sh`; `timeout` ends
+    // it after its start line, and the namespace dies with `sh`.
+    let script = format!(
+        "timeout -s TERM 3 {} --dry-run --log-target stderr --config {} --socket {} --state-file {}; true",
+        env!("CARGO_BIN_EXE_mcp-reaperd"),
+        cfg.display(),
+        sock.display(),
+        state.display()
+    );
+    let out = Command::new(unshare)
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .expect("running unshare");
+    let err = text(&out.stderr);
+    assert!(err.contains("events=pidfd"), "the start line must show the mode that works:\n{err}");
+    assert!(err.contains("PID namespace other than the initial one"), "the reason, once:\n{err}");
+    assert_eq!(err.matches("no event for a child of ours").count(), 1, "{err}");
+}

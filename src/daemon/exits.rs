@@ -98,6 +98,9 @@ impl ExitWatch {
             Ok(batch) => batch,
             Err(e) => {
                 self.connector = None;
+                // Exits were filtered against `watched`, not watched: arm
+                // pidfds for all of them at the next `rewatch`.
+                self.watched.clear();
                 return Err(e);
             }
         };

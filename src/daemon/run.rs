@@ -102,7 +102,11 @@ impl Daemon {
         let opened = if args.no_events {
             Err(std::io::Error::other("disabled by --no-events"))
         } else {
-            Connector::open().and_then(sys::async_fd)
+            // A subscription that delivers nothing would make the daemon deaf:
+            // prove that events flow before relying on them.
+            Connector::open()
+                .and_then(|fd| Connector::prove(std::os::fd::AsFd::as_fd(&fd), Duration::from_millis(100)).map(|()| fd))
+                .and_then(sys::async_fd)
         };
         let (connector, event_mode) = match opened {
             Ok(c) => (Some(c), "netlink"),

@@ -58,6 +58,46 @@ impl Connector {
         Ok(fd)
     }
 
+    /// Checks that events really flow: a subscription is accepted in any PID
+    /// namespace, but the kernel delivers nothing outside the initial one
+    /// (and there is no connector in a network namespace of one's own). A
+    /// short-lived child of ours (this binary with `--version`) must be
+    /// reported within `within`; the error says why it was not, once.
+    pub fn prove(fd: BorrowedFd<'_>, within: std::time::Duration) -> io::Result<()> {
+        let exe = std::env::current_exe()?;
+        let child = std::process::Command::new(exe)
+            .arg("--version")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let pid = Pid::new(i32::try_from(child.id()).unwrap_or(0));
+        let mut child = child;
+        let _ = child.wait();
+        let deadline = std::time::Instant::now() + within;
+        let mut buf = vec![0u8; 8192];
+        loop {
+            let batch = Self::drain(fd, &mut buf)?;
+            let seen = batch.events.iter().any(|e| match *e {
+                ProcEvent::Fork { child, .. } => Some(child) == pid,
+                ProcEvent::Exec { pid: p } | ProcEvent::Exit { pid: p } => Some(p) == pid,
+            });
+            if seen {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::other(silence_reason(within)));
+            }
+            let ts = rustix::time::Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+            let _ = rustix::event::poll(&mut fds, Some(&ts));
+        }
+    }
+
     /// Reads everything queued now. `WouldBlock` is not an error: it ends the batch.
     pub fn drain(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Batch> {
         let mut batch = Batch::default();
@@ -71,6 +111,22 @@ impl Connector {
             }
         }
     }
+}
+
+/// Inode of the initial PID namespace (`PROC_PID_INIT_INO`).
+const INITIAL_PID_NS: &str = "pid:[4026531836]";
+
+/// Why no event came for our own child.
+fn silence_reason(within: std::time::Duration) -> String {
+    let ns = std::fs::read_link("/proc/self/ns/pid").map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let why = if !ns.is_empty() && ns != INITIAL_PID_NS {
+        format!(
+            "this daemon runs in a PID namespace other than the initial one ({ns}), and the kernel sends process events only there"
+        )
+    } else {
+        "the connector delivers nothing here (a network namespace of its own has no proc connector)".to_string()
+    };
+    format!("subscribed, but no event for a child of ours arrived within {} ms: {why}", within.as_millis())
 }
 
 fn listen_message(port: u32) -> Vec<u8> {
