@@ -139,6 +139,32 @@ fn host_exit_triggers_a_reap_at_once_with_pidfd_watches() {
     assert!(latency < Duration::from_secs(1), "{latency:?} from the host's exit to the orphan's end");
 }
 
+/// Pidfd mode, a host born after the last scan that dies 0.5 s later: with a
+/// 30 s interval only the look at new pids (the namespace's last pid) can
+/// explain a prompt reap.
+#[test]
+fn host_born_after_the_last_scan_is_noticed_without_process_events() {
+    let host = Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT)));
+    let mut sb = Sandbox::new(vec![Spec::new(&["-bash"]).on_usr1(host), Spec::new(BYSTANDER)]);
+    let (shell, bystander) = (sb.pid_of("-bash"), sb.pid_of("sleep"));
+    let cfg = sb.dir().config_with(0, "interval_secs = 30", "");
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--no-events"]));
+    let st = d.status_until(Duration::from_secs(10), "the first scan", |st| st["scans"]["count"].as_u64() >= Some(1));
+    assert_eq!(st["event_mode"], "pidfd", "{st:#}");
+    let total = sb.ready().len() + 3;
+    sb.signal(shell, Signal::USR1);
+    sb.wait_ready(total);
+    let (host, npm, node) = (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "));
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    sb.signal(host, Signal::KILL);
+    let gone = wait_until(Duration::from_secs(10), || !alive(npm) && !alive(node));
+    let latency = t0.elapsed();
+    assert!(gone, "the orphan of a host born after the last scan survived 10 s (interval 30 s):\n{}", d.log_text());
+    eprintln!("pidfd mode, host born 0.5 s before its death: every member gone {} ms after it", latency.as_millis());
+    sb.assert_alive(&[bystander, shell, sb.scope_pid()]);
+}
+
 // ------------------------------------------------------------------ 2. reload errors
 
 #[test]

@@ -1,6 +1,7 @@
 //! `mcp-reaperd`: one cycle (`--once`, for a timer) or the long-running daemon.
 
-pub mod board;
+pub mod births;
+mod board;
 pub mod control;
 mod exits;
 pub mod notify;

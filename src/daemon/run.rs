@@ -15,6 +15,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Args;
+use super::births::{Births, Born};
 use super::board::{Shared, unix_now};
 use super::exits::ExitWatch;
 use super::notify::Notifier;
@@ -68,6 +69,8 @@ struct Daemon {
     memory: Memory,
     schedule: Schedule,
     exits: ExitWatch,
+    /// New processes in pidfd mode.
+    births: Births,
     config: ConfigEvents,
     watchdog: Option<tokio::time::Interval>,
     state_path: PathBuf,
@@ -147,6 +150,7 @@ impl Daemon {
             memory: Memory { book, known: std::collections::HashMap::new() },
             schedule: Schedule::new(),
             exits: ExitWatch::new(connector),
+            births: Births::new(),
             config,
             state_path,
             state_writes: report::log::Repeated::new("state file"),
@@ -189,6 +193,7 @@ impl Daemon {
                 () = tokio::time::sleep_until(deadline.into()) => SCAN,
                 () = self.exits.pidfd_exit() => self.exit_seen().await,
                 () = self.exits.events_ready() => self.intake().await,
+                () = self.births.ready(!self.exits.events()) => self.born(),
                 () = tick(self.watchdog.as_mut()) => self.watchdog_ping(),
                 () = self.config.ready() => self.config_file().await,
                 _ = sighup.recv() => self.reload("SIGHUP"),
@@ -214,6 +219,23 @@ impl Daemon {
     async fn exit_seen(&self) -> Step {
         tokio::time::sleep_until(self.schedule.exit_scan_at().into()).await;
         SCAN
+    }
+
+    /// Pidfd mode: a host or server created since the last look is scanned
+    /// soon (its host then watched, or its orphans found).
+    fn born(&mut self) -> Step {
+        let wanted = match self.births.since(&self.procfs) {
+            Born::Nothing => false,
+            Born::Many => true,
+            Born::Pids(pids) => {
+                let cfg = &self.shared.borrow().cfg;
+                pids.into_iter().any(|pid| interesting_exec(&self.procfs, cfg, pid))
+            }
+        };
+        if wanted {
+            self.schedule.soon_after_exec();
+        }
+        Step::Idle
     }
 
     /// Process events are waiting (event mode).

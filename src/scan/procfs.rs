@@ -177,6 +177,14 @@ impl ProcFs {
     }
 
     /// One process, read now the way a scan reads it.
+    /// The pid most recently allocated in this `/proc`'s PID namespace
+    /// (`loadavg`'s fifth field): whether anything was created since a look,
+    /// and which pids to read, without listing `/proc`.
+    pub fn last_pid(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(self.root().join("loadavg")).ok()?;
+        text.split_whitespace().nth(4)?.parse().ok()
+    }
+
     pub fn process(&self, pid: Pid) -> Option<Process> {
         let tick = self.now_tick();
         self.read_process(pid, &mut Vec::with_capacity(4096), tick)
