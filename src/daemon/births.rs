@@ -11,7 +11,7 @@ use crate::scan::ProcFs;
 
 /// How often to look: a host born and dead within one interval is still
 /// seen within this, plus the spacing of scans.
-const EVERY: Duration = Duration::from_millis(250);
+const EVERY: Duration = Duration::from_millis(500);
 /// More new pids than this in one look (a fork storm, a wrapped counter):
 /// scan instead of reading them one by one.
 const MAX_READ: i32 = 2048;
