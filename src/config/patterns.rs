@@ -236,13 +236,9 @@ impl Matcher {
     /// command line, since missing it could not.
     pub fn classify_subject(&self, s: Subject<'_>) -> RoleMatch {
         let program = s.program.name(s.cmdline);
-        let x = Texts {
-            program,
-            args: head(&s.program.line(s.cmdline)).to_string(),
-            cmdline_head: head(s.cmdline),
-            cmdline: s.cmdline,
-            exe: s.exe,
-        };
+        let mut args = s.program.line(s.cmdline);
+        args.truncate(head(&args).len());
+        let x = Texts { program, args, cmdline_head: head(s.cmdline), cmdline: s.cmdline, exe: s.exe };
         let protect = self.protect.first(&x, true);
         let bystander = self.bystanders.first(&x, false).is_some();
         let via = s.program.via;

@@ -42,8 +42,7 @@ pub(super) fn adopted(snap: &Snapshot, j: &mut Judgement, how: &str) {
 
 /// The kind of link (pipe, socket) a server's fd 0 or 1 has, if any.
 fn stdio_link(p: &Process) -> Option<&'static str> {
-    let d = p.details.as_ref()?;
-    [d.fd_kind(0), d.fd_kind(1)].into_iter().find(|k| k.is_link()).map(crate::scan::FdKind::as_str)
+    fd_kinds(p).into_iter().find(|k| k.is_link()).map(FdKind::as_str)
 }
 
 pub(super) fn fd_kinds(p: &Process) -> [FdKind; 2] {
