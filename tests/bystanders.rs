@@ -21,8 +21,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::{
-    Ready, Sandbox, Spec, TempDir, alive, descendants_of, find_tool, is_root, member, ppid_of, reaperd, s, scan_json,
-    skip, stat_of, text, tree_rooted_at, wait_until,
+    Ready, Sandbox, Spec, TempDir, alive, descendants_of, find_tool, is_root, member, pid_namespace_tool, ppid_of,
+    reaperd, s, scan_json, skip, stat_of, text, tree_rooted_at, wait_until,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -556,12 +556,7 @@ done < "$FAKEPROC_READY"
 #[test]
 fn adoption_by_pid_1_in_a_pid_namespace() {
     const TEST: &str = "adoption_by_pid_1_in_a_pid_namespace";
-    if !is_root() {
-        return skip(TEST, "needs root (a PID namespace of its own)");
-    }
-    let Some(unshare) = find_tool("unshare") else {
-        return skip(TEST, "unshare (util-linux) is not installed");
-    };
+    let Some(unshare) = pid_namespace_tool(TEST, "a PID namespace of its own") else { return };
     let work = TempDir::new("pidns");
     let orphan = Spec::new(SHELL).exit_after_spawn().child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT)));
     let tmux = Spec::new(SHELL).exit_after_spawn().child(Spec::new(FAKE_TMUX));

@@ -19,7 +19,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Daemon, Launch, Sandbox, Spec, TempDir, alive, find_tool, is_root, s, skip, text, wait_until, world_executable,
+    Daemon, Launch, Sandbox, Spec, TempDir, alive, find_tool, is_root, pid_namespace_tool, s, skip, text, wait_until,
+    world_executable,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -613,12 +614,7 @@ fn once_logs_reap_fields_to_journald() {
 #[test]
 fn a_subscription_that_delivers_nothing_falls_back_to_pidfds_and_says_why() {
     const TEST: &str = "a_subscription_that_delivers_nothing_falls_back_to_pidfds_and_says_why";
-    if !is_root() {
-        return skip(TEST, "needs root (the proc connector and a PID namespace)");
-    }
-    let Some(unshare) = find_tool("unshare") else {
-        return skip(TEST, "unshare (util-linux) is not installed");
-    };
+    let Some(unshare) = pid_namespace_tool(TEST, "the proc connector and a PID namespace") else { return };
     let dir = TempDir::new("pidns-events");
     let cfg = dir.config(60, "");
     let (sock, state) = (dir.path().join("control.sock"), dir.path().join("state.json"));

@@ -16,8 +16,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    Sandbox, Spec, alive, example_path, find_tool, is_root, monotonic_ns, pgid_of, pgid_sid_of, ppid_of, reaperctl,
-    reaperd, s, skip, stat_of, text, wait_until, world_executable,
+    Sandbox, Spec, alive, example_path, find_tool, is_root, monotonic_ns, pgid_of, pgid_sid_of, pid_namespace_tool,
+    ppid_of, reaperctl, reaperd, s, skip, stat_of, text, wait_until, world_executable,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -503,12 +503,7 @@ fn dry_run_signals_nothing_and_prints_the_same_plan() {
 #[test]
 fn reused_pid_is_never_signalled() {
     const TEST: &str = "reused_pid_is_never_signalled";
-    if !is_root() {
-        return skip(TEST, "needs root (a PID namespace and ns_last_pid)");
-    }
-    let Some(unshare) = find_tool("unshare") else {
-        return skip(TEST, "unshare (util-linux) is not installed");
-    };
+    let Some(unshare) = pid_namespace_tool(TEST, "a PID namespace and ns_last_pid") else { return };
     let bin = example_path("pidreuse");
     // 500 reuses in a later tick than the victim's start (the start-time check
     // must refuse them) and 1500 in the same tick (identical identities: the

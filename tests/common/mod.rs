@@ -130,6 +130,21 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
+/// `unshare` for a test that needs a PID namespace of its own: `None`
+/// (the skip printed) when not root (`why_root` says what for) or when
+/// util-linux's `unshare` is missing.
+pub fn pid_namespace_tool(test: &str, why_root: &str) -> Option<PathBuf> {
+    if !is_root() {
+        skip(test, &format!("needs root ({why_root})"));
+        return None;
+    }
+    let tool = find_tool("unshare");
+    if tool.is_none() {
+        skip(test, "unshare (util-linux) is not installed");
+    }
+    tool
+}
+
 /// `reaperctl scan --json …`, asserting success, parsed.
 pub fn scan_json(config: &Path, extra: &[&str]) -> Value {
     let mut args: Vec<std::ffi::OsString> = vec!["scan".into(), "--json".into(), "--config".into(), config.into()];
