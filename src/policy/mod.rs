@@ -310,4 +310,6 @@ mod corpus;
 #[cfg(test)]
 mod evidence_tests;
 #[cfg(test)]
+mod guard_tests;
+#[cfg(test)]
 mod tests;
