@@ -41,6 +41,16 @@ pub fn short_cmd(p: &Process, max: usize) -> String {
     }
 }
 
+/// A nested PID namespace, for reasons: its container when the cgroup names
+/// one (`container docker 0123456789ab`), else its `ns/pid` inode.
+pub fn namespace_of(d: &crate::scan::Details) -> String {
+    match (&d.container, d.pidns) {
+        (Some(c), _) => format!("container {c}"),
+        (None, Some(ino)) => format!("pid:[{ino}]"),
+        (None, None) => "its inode unreadable".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

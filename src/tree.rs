@@ -16,6 +16,25 @@ pub fn subject(p: &Process) -> Subject<'_> {
     Subject { cmdline: &p.cmdline, program: p.program, exe: p.exe() }
 }
 
+/// A process's role: by its patterns, except that PID 1 of a nested PID
+/// namespace adopts that namespace's orphans whatever it runs (docker-init,
+/// tini, `sleep infinity`, a `sh -c` loop), so it is no link of a tree;
+/// unless it is itself a server or a host (`docker run -i mcp/x`, `claude`
+/// as a container's command): then it is that, and the guard keeps it.
+fn classify(snap: &Snapshot, p: &Process, matcher: &Matcher) -> RoleMatch {
+    let other = RoleMatch { role: Role::Other, pattern: None, protect: None };
+    if p.kernel_thread || p.cmdline.is_empty() {
+        return other;
+    }
+    let m = matcher.classify_subject(subject(p));
+    if !matches!(m.role, Role::Server | Role::Host)
+        && p.details.as_ref().is_some_and(|d| d.is_namespace_init(snap.ctx.self_nspid_depth))
+    {
+        return RoleMatch { role: Role::Adopter, pattern: None, ..m };
+    }
+    m
+}
+
 /// Parent/child links and roles, indexed like `Snapshot::procs`.
 #[derive(Clone, Debug)]
 pub struct Forest {
@@ -59,14 +78,9 @@ impl Forest {
         let roles = snap
             .procs
             .iter()
-            .map(|p| {
-                if p.kernel_thread || p.cmdline.is_empty() {
-                    RoleMatch { role: Role::Other, pattern: None, protect: None }
-                } else if let Some(m) = matcher.cached(p.role).filter(|_| p.exe().is_none()) {
-                    m
-                } else {
-                    matcher.classify_subject(subject(p))
-                }
+            .map(|p| match matcher.cached(p.role).filter(|_| p.details.is_none()) {
+                Some(m) if !p.kernel_thread && !p.cmdline.is_empty() => m,
+                _ => classify(snap, p, matcher),
             })
             .collect();
         let scope = scope.and_then(|s| snap.index_of(s));
@@ -87,10 +101,7 @@ impl Forest {
     /// Re-classifies the given processes (after their exe became known).
     pub fn refine_roles(&mut self, snap: &Snapshot, matcher: &Matcher, which: &[usize]) {
         for &i in which {
-            let p = &snap.procs[i];
-            if !p.kernel_thread && !p.cmdline.is_empty() {
-                self.roles[i] = matcher.classify_subject(subject(p));
-            }
+            self.roles[i] = classify(snap, &snap.procs[i], matcher);
         }
     }
 

@@ -57,6 +57,9 @@ pub struct Config {
     pub grace_secs: u64,
     pub term_timeout_secs: f64,
     pub reap_stale_hosts: bool,
+    /// Judge each PID namespace below the reaper's (containers) on its own
+    /// terms, its PID 1 being its adopter, rather than never touching it.
+    pub reap_other_pid_namespaces: bool,
     pub min_uid: u32,
     pub patterns: PatternLists,
     pub socket: Option<PathBuf>,

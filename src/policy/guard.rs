@@ -8,7 +8,7 @@ use super::evidence::fd_kinds;
 use super::{Judgement, Verdict};
 use crate::config::Config;
 use crate::ids::{Pid, Uid};
-use crate::names::{name, program_ref};
+use crate::names::{name, namespace_of, program_ref};
 use crate::scan::{FdKind, Snapshot};
 use crate::tree::Forest;
 
@@ -19,6 +19,24 @@ pub(super) struct Guard {
     self_pidns: Option<u64>,
     self_depth: Option<usize>,
     min_uid: u32,
+    other_namespaces: bool,
+}
+
+/// A PID namespace as the scan knows it: the inode of its `ns/pid` link
+/// (readable with ptrace access only) and its depth (always readable).
+type NsKey = (Option<u64>, Option<usize>);
+
+/// Whether two processes share a PID namespace; `None` when unknowable.
+fn same_ns(a: NsKey, b: NsKey) -> Option<bool> {
+    match (a, b) {
+        ((Some(x), _), (Some(y), _)) => Some(x == y),
+        ((_, Some(x)), (_, Some(y))) => Some(x == y),
+        _ => None,
+    }
+}
+
+fn ns_key(d: &crate::scan::Details) -> NsKey {
+    (d.pidns, d.nspid_depth)
 }
 
 impl Guard {
@@ -40,6 +58,7 @@ impl Guard {
             self_pidns: snap.ctx.self_pidns,
             self_depth: snap.ctx.self_nspid_depth,
             min_uid: cfg.min_uid,
+            other_namespaces: cfg.reap_other_pid_namespaces,
         }
     }
 
@@ -49,7 +68,8 @@ impl Guard {
         if !j.candidate {
             return None;
         }
-        j.members.iter().find_map(|&(m, _)| self.member(snap, m)).or_else(|| {
+        let root_ns = snap.procs[j.root].details.as_deref().map(ns_key);
+        j.members.iter().find_map(|&(m, _)| self.member(snap, m, root_ns)).or_else(|| {
             // Orphans are told from detached servers by their stdio.
             let linked = j.servers.iter().any(|&s| fd_kinds(&snap.procs[s]).iter().any(|k| k.is_link()));
             let blind = j.servers.iter().find(|&&s| fd_kinds(&snap.procs[s]) == [FdKind::Unknown; 2]);
@@ -59,7 +79,7 @@ impl Guard {
         })
     }
 
-    fn member(&self, snap: &Snapshot, m: usize) -> Option<String> {
+    fn member(&self, snap: &Snapshot, m: usize, root_ns: Option<NsKey>) -> Option<String> {
         let p = &snap.procs[m];
         let who = || name(p);
         if p.pid() == Pid::INIT {
@@ -77,14 +97,28 @@ impl Guard {
         let Some(d) = &p.details else {
             return Some(format!("member {} could not be inspected", who()));
         };
-        let same_ns = match (self.self_pidns, d.pidns, self.self_depth, d.nspid_depth) {
-            (Some(a), Some(b), _, _) => Some(a == b),
-            (_, _, Some(a), Some(b)) => Some(a == b),
-            _ => None,
-        };
-        match same_ns {
+        if d.is_namespace_init(self.self_depth) {
+            return Some(format!(
+                "contains {}, PID 1 of a PID namespace ({}), which is never signalled",
+                who(),
+                namespace_of(d)
+            ));
+        }
+        match same_ns((self.self_pidns, self.self_depth), ns_key(d)) {
+            // Ours, or (judged on the namespace's own terms) the tree's root's.
             Some(true) => {}
-            Some(false) => return Some(format!("member {} lives in another PID namespace", who())),
+            Some(false) if !self.other_namespaces => {
+                return Some(format!(
+                    "member {} lives in another PID namespace ({}); reap_other_pid_namespaces = false",
+                    who(),
+                    namespace_of(d)
+                ));
+            }
+            Some(false) => {
+                if root_ns.and_then(|r| same_ns(r, ns_key(d))) != Some(true) {
+                    return Some(format!("member {} lives in a PID namespace other than its tree's root", who()));
+                }
+            }
             None => return Some(format!("cannot tell which PID namespace member {} is in", who())),
         }
         let Some(uid) = d.uid else {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Role};
 use crate::ids::{Identity, Pid};
-use crate::names::name;
+use crate::names::{name, namespace_of};
 use crate::scan::{Process, Snapshot};
 use crate::tree::{Forest, TreeShape};
 pub use assessment::Assessment;
@@ -211,6 +211,10 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         return j;
     };
     if let Some(how) = adopter(snap, forest, owner) {
+        if let Some(why) = namespace_own(snap, owner, root, &how) {
+            j.reason = why;
+            return j;
+        }
         adopted(snap, &mut j, &how);
         return j;
     }
@@ -270,6 +274,23 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     }
 }
 
+/// Why a child of a nested namespace's PID 1 is no orphan, if it is not:
+/// PID 1 has exited (the kernel is ending the namespace), or PID 1 started
+/// it in its own session (the container's command, or what `tini --` and
+/// `sh -c` run). An orphan comes from another session: a `docker exec`
+/// shell's, where the host ran.
+fn namespace_own(snap: &Snapshot, owner: usize, root: usize, how: &str) -> Option<String> {
+    let o = &snap.procs[owner];
+    if !o.details.as_deref().is_some_and(|d| d.is_namespace_init(snap.ctx.self_nspid_depth)) {
+        return None;
+    }
+    if o.state.is_zombie() {
+        return Some(format!("its adopter {how} has exited: the kernel ends the rest of its namespace"));
+    }
+    (o.sid.is_some() && snap.procs[root].sid == o.sid)
+        .then(|| format!("started by {how} in its own session: the namespace's own command, not an orphan"))
+}
+
 /// How a process adopts orphans, if it does.
 fn adopter(snap: &Snapshot, forest: &Forest, i: usize) -> Option<String> {
     let p = &snap.procs[i];
@@ -278,6 +299,9 @@ fn adopter(snap: &Snapshot, forest: &Forest, i: usize) -> Option<String> {
     }
     if p.pid() == Pid::INIT {
         return Some("PID 1".to_string());
+    }
+    if let Some(d) = p.details.as_deref().filter(|d| d.is_namespace_init(snap.ctx.self_nspid_depth)) {
+        return Some(format!("{}, PID 1 of its PID namespace ({})", name(p), namespace_of(d)));
     }
     if forest.role(i) == Role::Adopter {
         return Some(name(p));
@@ -311,5 +335,7 @@ mod corpus;
 mod evidence_tests;
 #[cfg(test)]
 mod guard_tests;
+#[cfg(test)]
+mod namespace_tests;
 #[cfg(test)]
 mod tests;

@@ -79,6 +79,8 @@ impl World {
                     Some(FdTarget(format!("pipe:[{}]", 9500 + p))),
                 ],
                 unit: None,
+                nspid_inner: Some(p.cast_unsigned()),
+                container: None,
             })),
             role: None,
             dir_ino: 0,

@@ -21,6 +21,7 @@ impl ProcFs {
                 d.uid = s.real_uid.map(Uid);
                 d.swap_bytes = s.vm_swap_bytes;
                 d.nspid_depth = s.nspid_depth;
+                d.nspid_inner = s.nspid_inner;
             }
             Err(ReadFail::Gone) => return None,
             Err(ReadFail::Denied) => {}
@@ -30,11 +31,13 @@ impl ProcFs {
         for (i, slot) in d.fds.iter_mut().enumerate() {
             *slot = readlink_at(&dir, ["fd/0", "fd/1", "fd/2"][i]).map(FdTarget);
         }
-        if read_at(&dir, "cgroup", &mut buf).is_ok()
-            && let Some((v2, path, name)) = parse::cgroup_unit(&String::from_utf8_lossy(&buf))
-        {
-            let main = self.cgroup_oldest(v2, &path, id);
-            d.unit = Some(Unit { name, main });
+        if read_at(&dir, "cgroup", &mut buf).is_ok() {
+            let text = String::from_utf8_lossy(&buf);
+            d.container = parse::container_of(&text);
+            if let Some((v2, path, name)) = parse::cgroup_unit(&text) {
+                let main = self.cgroup_oldest(v2, &path, id);
+                d.unit = Some(Unit { name, main });
+            }
         }
         Some(d)
     }

@@ -92,6 +92,9 @@ pub struct Status {
     /// Number of entries on the `NSpid:` line: how deep in nested PID namespaces
     /// the process lives, counted from the namespace this /proc belongs to.
     pub nspid_depth: Option<usize>,
+    /// The last entry of `NSpid:`: the pid in its own, innermost namespace
+    /// (1 for a namespace's init).
+    pub nspid_inner: Option<u32>,
 }
 
 /// Parses `/proc/PID/status`. Unknown or malformed lines are ignored: the file's
@@ -108,7 +111,11 @@ pub fn parse_status(buf: &[u8]) -> Status {
             b"Uid" => s.real_uid = first_num(val),
             b"VmSwap" => s.vm_swap_bytes = kib(val),
             b"VmRSS" => s.vm_rss_bytes = kib(val),
-            b"NSpid" => s.nspid_depth = Some(val.split(u8::is_ascii_whitespace).filter(|f| !f.is_empty()).count()),
+            b"NSpid" => {
+                let mut pids = val.split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
+                s.nspid_depth = Some(pids.clone().count());
+                s.nspid_inner = pids.next_back().and_then(parse_num);
+            }
             _ => {}
         }
     }
@@ -191,6 +198,45 @@ pub fn cgroup_unit(text: &str) -> Option<(bool, String, String)> {
         .into_iter()
         .filter_map(|(v2, p)| Some((v2, p?)))
         .find_map(|(v2, p)| unit_of(&p).map(|u| (v2, p, u)))
+}
+
+/// The container engine and short id a cgroup file names, if any: the
+/// systemd driver's `docker-ID.scope`, `libpod-ID.scope`,
+/// `cri-containerd-ID.scope`, `crio-ID.scope`, or the cgroupfs driver's
+/// `/docker/ID`, `/libpod_parent/libpod-ID`, `/kubepods/…/ID`.
+pub fn container_of(text: &str) -> Option<String> {
+    const ENGINES: [(&str, &str); 5] = [
+        ("docker-", "docker"),
+        ("libpod-", "podman"),
+        ("cri-containerd-", "containerd"),
+        ("crio-", "cri-o"),
+        ("containerd-", "containerd"),
+    ];
+    let is_id = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    for line in text.lines() {
+        let Some(path) = line.splitn(3, ':').nth(2) else { continue };
+        let mut parent = "";
+        for comp in path.split('/') {
+            let bare = comp.strip_suffix(".scope").unwrap_or(comp);
+            let hit = ENGINES
+                .iter()
+                .find_map(|(pre, engine)| bare.strip_prefix(pre).filter(|id| is_id(id)).map(|id| (*engine, id)))
+                .or_else(|| {
+                    let engine = match parent {
+                        "docker" => "docker",
+                        p if p.starts_with("libpod") => "podman",
+                        p if p.starts_with("kube") || p.starts_with("pod") => "kubernetes",
+                        _ => "container",
+                    };
+                    is_id(bare).then_some((engine, bare))
+                });
+            if let Some((engine, id)) = hit {
+                return Some(format!("{engine} {}", &id[..12]));
+            }
+            parent = comp;
+        }
+    }
+    None
 }
 
 /// (unified, mount root, mount point) of the cgroup2 mounts and the v1
@@ -280,7 +326,27 @@ mod tests {
         assert_eq!(s.vm_swap_bytes, Some(4096));
         assert_eq!(s.vm_rss_bytes, Some(2048 * 1024));
         assert_eq!(s.nspid_depth, Some(2));
+        assert_eq!(s.nspid_inner, Some(1));
         assert_eq!(parse_status(b"\xff\xfe:\n::"), Status::default());
+    }
+
+    #[test]
+    fn container_from_cgroup() {
+        let id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let cases = [
+            (format!("0::/system.slice/docker-{id}.scope\n"), Some("docker 0123456789ab")),
+            (format!("12:pids:/docker/{id}\n0::/docker/{id}\n"), Some("docker 0123456789ab")),
+            (format!("0::/machine.slice/libpod-{id}.scope/container\n"), Some("podman 0123456789ab")),
+            (
+                format!("0::/kubepods.slice/kubepods-pod1.slice/cri-containerd-{id}.scope\n"),
+                Some("containerd 0123456789ab"),
+            ),
+            ("0::/user.slice/user-1000.slice/session-2.scope\n".to_string(), None),
+            (format!("0::/docker/{}\n", &id[..63]), None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(container_of(&text).as_deref(), want, "{text}");
+        }
     }
 
     #[test]

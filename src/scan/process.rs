@@ -113,6 +113,11 @@ pub struct Details {
     pub uid: Option<Uid>,
     pub swap_bytes: Option<u64>,
     pub nspid_depth: Option<usize>,
+    /// Its pid in its own (innermost) PID namespace.
+    pub nspid_inner: Option<u32>,
+    /// Engine and short id of the container its cgroup names
+    /// (`docker 0123456789ab`).
+    pub container: Option<String>,
     /// Inode of `/proc/PID/ns/pid`; needs ptrace access, so often unknown.
     pub pidns: Option<u64>,
     pub exe: Option<String>,
@@ -122,6 +127,12 @@ pub struct Details {
 }
 
 impl Details {
+    /// Whether it is PID 1 of a PID namespace nested below the scanner's
+    /// (`self_depth` entries on the scanner's own `NSpid:` line).
+    pub fn is_namespace_init(&self, self_depth: Option<usize>) -> bool {
+        self.nspid_inner == Some(1) && matches!((self.nspid_depth, self_depth), (Some(d), Some(s)) if d > s)
+    }
+
     pub fn fd_kind(&self, fd: usize) -> FdKind {
         self.fds.get(fd).and_then(Option::as_ref).map_or(FdKind::Unknown, FdTarget::kind)
     }

@@ -1,0 +1,239 @@
+//! PID namespaces, with real processes (root only: `unshare --pid`):
+//! - the daemon run *inside* a namespace (a devcontainer's own reaper): the
+//!   proc connector is deaf there, so it runs in pidfd mode, says why, and
+//!   still reaps a host's orphans long before its 30 s interval;
+//! - the opt-in `reap_other_pid_namespaces`, run from *outside*: a child
+//!   namespace whose PID 1 is a `sleep infinity` stand-in holds an orphaned
+//!   server tree and bystanders; with the setting the tree is reaped and PID 1
+//!   and the bystanders live; without it nothing in there is touched.
+//!
+//! Safety: every process a test signals or lets the reaper signal lives in a
+//! PID namespace the test created; the outside reaper is `--scope`d to the
+//! `unshare` process above that namespace; the namespace dies with its PID 1,
+//! which the test kills at the end by the pid it started.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{Spec, TempDir, alive, descendants_of, pid_namespace_tool, reaperd, s, sigkill, text, wait_until};
+use serde_json::Value;
+
+const CLAUDE: &[&str] = &["claude", "--resume"];
+const NPM_PLAYWRIGHT: &[&str] = &["npm", "exec", "@playwright/mcp@latest"];
+const NODE_PLAYWRIGHT: &[&str] = &["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"];
+const GITHUB_STDIO: &[&str] = &["/usr/local/bin/github-mcp-server", "stdio"];
+const TSC_WATCH: &[&str] = &["node", "/home/u/src/mcp-server-weather/node_modules/.bin/tsc", "--watch"];
+
+// ------------------------------------------------------------ 1. the daemon inside
+
+/// PID 1 of the namespace: starts the daemon (enforcing: nothing but this
+/// script's own processes lives here), then a host with a server tree once
+/// the daemon has scanned, kills the host 0.5 s later and reports how long
+/// its servers outlived it.
+const INSIDE: &str = r#"
+"$REAPERD" --log-target stderr --config "$CFG" --socket "$SOCK" 2>"$DLOG" & d=$!
+n=0
+until grep -q "events=" "$DLOG"; do
+  n=$((n + 1)); if [ $n -gt 1000 ]; then echo "no start line" >&2; kill $d; exit 3; fi; sleep 0.01
+done
+FAKEPROC="$SPEC_HOST" "$FP" </dev/null >/dev/null 2>>"$LOG" & h=$!
+n=0
+while [ "$(wc -l < "$FAKEPROC_READY")" -lt "$TOTAL" ]; do
+  n=$((n + 1)); if [ $n -gt 1000 ]; then echo "not ready" >&2; kill $d; exit 3; fi; sleep 0.01
+done
+servers=$(awk -v h=$h '$1 != h { print $1 }' "$FAKEPROC_READY")
+sleep 0.5
+t0=$(date +%s%N)
+kill -KILL $h
+n=0
+while :; do
+  left=0
+  for p in $servers; do
+    st=$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)
+    case "$st" in ""|Z|X) ;; *) left=1 ;; esac
+  done
+  [ $left = 0 ] && break
+  n=$((n + 1)); if [ $n -gt 1000 ]; then echo "servers outlived their host by 10 s" >&2; break; fi
+  sleep 0.01
+done
+echo "gone_ms $(( ($(date +%s%N) - t0) / 1000000 ))"
+kill -TERM $d; wait $d
+"#;
+
+#[test]
+fn daemon_inside_a_pid_namespace_reaps_in_pidfd_mode_long_before_its_interval() {
+    const TEST: &str = "daemon_inside_a_pid_namespace_reaps_in_pidfd_mode_long_before_its_interval";
+    let Some(unshare) = pid_namespace_tool(TEST, "a PID namespace of its own") else { return };
+    let dir = TempDir::new("pidns-inside");
+    let host = Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT)));
+    let cfg = dir.config_with(0, "interval_secs = 30", "");
+    let script = dir.write("inside.sh", INSIDE);
+    let (dlog, ready) = (dir.path().join("daemon.log"), dir.path().join("ready"));
+    std::fs::write(&ready, "").unwrap();
+    let out = Command::new(unshare)
+        .args(["--pid", "--fork", "--mount-proc", "sh"])
+        .arg(&script)
+        .env("REAPERD", env!("CARGO_BIN_EXE_mcp-reaperd"))
+        .env("FP", common::fakeproc_path())
+        .env("CFG", &cfg)
+        .env("SOCK", dir.path().join("control.sock"))
+        .env("DLOG", &dlog)
+        .env("LOG", dir.path().join("fakeproc.log"))
+        .env("FAKEPROC_READY", &ready)
+        .env("SPEC_HOST", host.to_json().to_string())
+        .env("TOTAL", host.count().to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("running unshare");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let log = std::fs::read_to_string(&dlog).unwrap_or_default();
+    let ctx = format!("stdout:\n{stdout}\nstderr:\n{stderr}\ndaemon log:\n{log}");
+    assert!(out.status.success(), "{:?}\n{ctx}", out.status);
+    assert!(log.contains("events=pidfd"), "the start line shows the mode that works: {ctx}");
+    assert!(log.contains("PID namespace other than the initial one"), "and why: {ctx}");
+    assert!(log.contains("reaped orphan tree"), "{ctx}");
+    assert!(!stderr.contains("outlived their host"), "a 30 s interval, yet the servers must go at once: {ctx}");
+    let ms: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("gone_ms "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no measurement: {ctx}"));
+    eprintln!("inside a PID namespace (pidfd mode, interval 30 s): servers gone {ms} ms after their host's SIGKILL");
+}
+
+// ------------------------------------------------------------ 2. judging a container from outside
+
+/// A child PID namespace: `unshare --pid --fork` whose PID 1 runs as
+/// `sleep infinity`. Ended (with everything in it) when dropped.
+struct Container {
+    unshare: Child,
+    dir: TempDir,
+}
+
+impl Container {
+    fn start(unshare: &Path, init: &Spec) -> Container {
+        let dir = TempDir::new("pidns-outside");
+        let ready = dir.path().join("ready");
+        std::fs::write(&ready, "").unwrap();
+        // bash's `exec -a` gives PID 1 the argv of a devcontainer's init.
+        let unshare = Command::new(unshare)
+            .args(["--pid", "--fork", "bash", "-c", "exec -a sleep \"$0\" infinity"])
+            .arg(common::fakeproc_path())
+            .env("FAKEPROC", init.to_json().to_string())
+            .env("FAKEPROC_READY", &ready)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("fakeproc.log")).unwrap())
+            .spawn()
+            .expect("spawning unshare");
+        let c = Container { unshare, dir };
+        let total = init.count();
+        let ok = wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&ready).unwrap_or_default().lines().count() >= total
+        });
+        assert!(ok, "the namespace's processes did not get ready: {:?}", std::fs::read_to_string(&ready));
+        c
+    }
+
+    fn scope(&self) -> i32 {
+        self.unshare.id().cast_signed()
+    }
+
+    /// Outer pid of the one process inside whose command line starts with
+    /// `prefix` (the ready file has the pids inside the namespace).
+    fn pid_of(&self, prefix: &str) -> i32 {
+        let hits: Vec<i32> = descendants_of(self.scope())
+            .into_iter()
+            .filter(|&p| {
+                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix)
+            })
+            .collect();
+        match hits.as_slice() {
+            [one] => *one,
+            _ => panic!("expected one process starting with {prefix:?} below {}: {hits:?}", self.scope()),
+        }
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        // PID 1 of the namespace: the kernel ends everything else in it.
+        if let Some(&init) = descendants_of(self.scope()).first() {
+            sigkill(init);
+        }
+        let _ = self.unshare.wait();
+        let _ = &self.dir;
+    }
+}
+
+fn once(c: &Container, cfg: &Path) -> Value {
+    let args = [
+        s("--once"),
+        s("--json"),
+        s("--log-target"),
+        s("stderr"),
+        s("--scope"),
+        s(c.scope()),
+        s("--config"),
+        s(cfg.display()),
+    ];
+    let out = reaperd(&args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}\n{}\n{}", text(&out.stdout), text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+fn list<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
+    v[key].as_array().unwrap_or_else(|| panic!("no {key}: {v:#}"))
+}
+
+#[test]
+fn a_containers_orphans_are_reaped_from_outside_only_when_asked() {
+    const TEST: &str = "a_containers_orphans_are_reaped_from_outside_only_when_asked";
+    let Some(unshare) = pid_namespace_tool(TEST, "a PID namespace to stand for a container") else { return };
+    // PID 1 reaps what it adopts (as docker-init and tini do). The host runs
+    // in a session of its own, as `docker exec` gives; the bystanders: a
+    // watcher PID 1 started itself, and a server someone detached onto
+    // /dev/null from another session.
+    let init = Spec::new(&["sleep", "infinity"])
+        .subreaper()
+        .child(Spec::new(CLAUDE).setsid().child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT))))
+        .child(Spec::new(TSC_WATCH).stdio_null())
+        .child(Spec::new(&["bash"]).setsid().exit_after_spawn().child(Spec::new(GITHUB_STDIO).stdio_null()));
+    let c = Container::start(&unshare, &init);
+    let (pid1, host, npm, node) =
+        (c.pid_of("sleep infinity"), c.pid_of("claude"), c.pid_of("npm exec"), c.pid_of("node /home/u/.npm"));
+    let (tsc, github) = (c.pid_of("node /home/u/src"), c.pid_of(GITHUB_STDIO[0]));
+    sigkill(host);
+    assert!(
+        wait_until(Duration::from_secs(10), || common::ppid_of(npm) == Some(pid1)),
+        "the host's server was not adopted by the namespace's PID 1"
+    );
+
+    let off = c.dir.config(0, "");
+    let v = once(&c, &off);
+    assert!(list(&v, "outcomes").is_empty(), "nothing in another PID namespace is touched by default: {v:#}");
+    let kept = list(&v, "kept").iter().find(|k| k["root"] == npm).unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(kept["verdict"], "protected", "{kept:#}");
+    let why = kept["reason"].as_str().unwrap();
+    assert!(why.contains("PID 1 of its PID namespace (pid:["), "{why}");
+    assert!(why.contains("reap_other_pid_namespaces = false"), "{why}");
+    for p in [pid1, npm, node, tsc, github] {
+        assert!(alive(p), "{p} was touched with the setting off: {v:#}");
+    }
+
+    let on = c.dir.config_with(0, "reap_other_pid_namespaces = true", "");
+    let v = once(&c, &on);
+    let roots: Vec<&Value> = list(&v, "outcomes").iter().map(|o| &o["root"]["pid"]).collect();
+    assert_eq!(roots, vec![&Value::from(npm)], "{v:#}");
+    let o = &list(&v, "outcomes")[0];
+    assert_eq!(o["verdict"], "orphan", "{o:#}");
+    assert!(o["reason"].as_str().unwrap().contains("PID 1 of its PID namespace"), "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(npm) && !alive(node)), "the orphan survived: {v:#}");
+    for p in [pid1, tsc, github] {
+        assert!(alive(p), "{p} must live: {v:#}");
+    }
+}
