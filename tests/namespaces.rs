@@ -60,6 +60,7 @@ while :; do
   sleep 0.01
 done
 echo "gone_ms $(( ($(date +%s%N) - t0) / 1000000 ))"
+"$CTL" status --json --socket "$SOCK" > "$STATUS" || echo "status failed" >&2
 kill -TERM $d; wait $d
 "#;
 
@@ -77,6 +78,8 @@ fn daemon_inside_a_pid_namespace_reaps_in_pidfd_mode_long_before_its_interval() 
         .args(["--pid", "--fork", "--mount-proc", "sh"])
         .arg(&script)
         .env("REAPERD", env!("CARGO_BIN_EXE_mcp-reaperd"))
+        .env("CTL", env!("CARGO_BIN_EXE_reaperctl"))
+        .env("STATUS", dir.path().join("status.json"))
         .env("FP", common::fakeproc_path())
         .env("CFG", &cfg)
         .env("SOCK", dir.path().join("control.sock"))
@@ -95,6 +98,12 @@ fn daemon_inside_a_pid_namespace_reaps_in_pidfd_mode_long_before_its_interval() 
     assert!(log.contains("events=pidfd"), "the start line shows the mode that works: {ctx}");
     assert!(log.contains("PID namespace other than the initial one"), "and why: {ctx}");
     assert!(log.contains("reaped orphan tree"), "{ctx}");
+    let status: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("status.json")).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("no status ({e}): {ctx}"));
+    assert_eq!(status["event_mode"], "pidfd", "{status:#}");
+    let why = status["event_mode_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("PID namespace other than the initial one"), "status says why: {status:#}");
     assert!(!stderr.contains("outlived their host"), "a 30 s interval, yet the servers must go at once: {ctx}");
     let ms: u64 = stdout
         .lines()

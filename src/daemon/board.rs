@@ -31,6 +31,8 @@ pub struct Shared {
     pub started: Instant,
     pub last_reload: Option<ReloadResult>,
     pub event_mode: &'static str,
+    /// Why process events are not used, when they are not.
+    pub event_mode_reason: Option<String>,
     pub scans: ScanStats,
     pub trees: Vec<TreeView>,
     pub totals: Totals,
@@ -65,6 +67,7 @@ impl Shared {
             config_sources: self.cfg.sources.clone(),
             last_reload: self.last_reload.clone(),
             event_mode: self.event_mode.to_string(),
+            event_mode_reason: self.event_mode_reason.clone(),
             interval_secs: self.cfg.interval_secs,
             grace_secs: self.cfg.grace_secs,
             scans: self.scans.clone(),

@@ -111,14 +111,14 @@ impl Daemon {
                 .and_then(|fd| Connector::prove(std::os::fd::AsFd::as_fd(&fd), Duration::from_millis(100)).map(|()| fd))
                 .and_then(sys::async_fd)
         };
-        let (connector, event_mode) = match opened {
-            Ok(c) => (Some(c), "netlink"),
+        let (connector, event_mode, event_mode_reason) = match opened {
+            Ok(c) => (Some(c), "netlink", None),
             Err(e) => {
                 tracing::info!(
                     "process events unavailable ({e}); watching hosts with pidfds and scanning every {}s",
                     cfg.interval_secs
                 );
-                (None, "pidfd")
+                (None, "pidfd", Some(e.to_string()))
             }
         };
         let procfs = ProcFs::new(&args.proc_root);
@@ -133,6 +133,7 @@ impl Daemon {
             started: Instant::now(),
             last_reload: None,
             event_mode,
+            event_mode_reason,
             scans: ScanStats::default(),
             trees: Vec::new(),
             totals: Totals::default(),
@@ -256,7 +257,9 @@ impl Daemon {
             Err(e) => {
                 tracing::warn!("process events failed ({e}); falling back to pidfds");
                 self.schedule.need_full();
-                self.shared.borrow_mut().event_mode = "pidfd";
+                let mut s = self.shared.borrow_mut();
+                s.event_mode = "pidfd";
+                s.event_mode_reason = Some(format!("process events failed: {e}"));
                 SCAN
             }
         }

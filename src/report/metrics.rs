@@ -65,6 +65,7 @@ mod tests {
             config_sources: vec![],
             last_reload: None,
             event_mode: "pidfd".into(),
+            event_mode_reason: None,
             interval_secs: 10,
             grace_secs: 60,
             scans: ScanStats { count: 7, last_duration_ms: 12.5, last_processes: 400, last_at_unix: 1_790_000_000 },

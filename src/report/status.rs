@@ -149,6 +149,9 @@ pub struct Status {
     pub last_reload: Option<ReloadResult>,
     /// "netlink" (proc connector), "pidfd" (watching hosts), or "polling".
     pub event_mode: String,
+    /// Why the daemon is not in "netlink" mode, when it is not.
+    #[serde(default)]
+    pub event_mode_reason: Option<String>,
     pub interval_secs: u64,
     pub grace_secs: u64,
     pub scans: ScanStats,

@@ -20,6 +20,9 @@ pub fn render(s: &Status) -> String {
         );
     }
     let _ = writeln!(o, "events:   {} (full scan every {}s, grace {}s)", s.event_mode, s.interval_secs, s.grace_secs);
+    if let Some(why) = &s.event_mode_reason {
+        let _ = writeln!(o, "          no process events: {why}");
+    }
     let _ = writeln!(
         o,
         "scans:    {} (last {:.1} ms over {} processes)",
