@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, Spec, TempDir, alive, member, reaperd, s, scan_json, text, tree_rooted_at, wait_until};
+use common::{Sandbox, Spec, TempDir, alive, member, scan_json, tree_rooted_at, wait_until};
 use serde_json::Value;
 
 const CLAUDE: &[&str] = &["claude", "--resume"];
@@ -18,19 +18,7 @@ const NODE_PLAYWRIGHT: &[&str] = &["node", "/home/u/.npm/_npx/9833c18b/node_modu
 
 /// `mcp-reaperd --once --json --scope S --config C`, enforcing, asserting exit 0.
 fn once(sb: &Sandbox, cfg: &Path) -> Value {
-    let args = [
-        s("--once"),
-        s("--json"),
-        s("--log-target"),
-        s("stderr"),
-        s("--scope"),
-        s(sb.scope_pid()),
-        s("--config"),
-        s(cfg.display()),
-    ];
-    let out = reaperd(&args);
-    assert_eq!(out.status.code(), Some(0), "mcp-reaperd {args:?}\n{}\n{}", text(&out.stdout), text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", text(&out.stdout)))
+    common::once_json(sb.scope_pid(), cfg)
 }
 
 fn scan(sb: &Sandbox, cfg: &Path) -> Value {

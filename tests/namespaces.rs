@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Spec, TempDir, alive, descendants_of, pid_namespace_tool, reaperd, s, sigkill, text, wait_until};
+use common::{Spec, TempDir, alive, descendants_of, pid_namespace_tool, sigkill, text, wait_until};
 use serde_json::Value;
 
 const CLAUDE: &[&str] = &["claude", "--resume"];
@@ -180,19 +180,7 @@ impl Drop for Container {
 }
 
 fn once(c: &Container, cfg: &Path) -> Value {
-    let args = [
-        s("--once"),
-        s("--json"),
-        s("--log-target"),
-        s("stderr"),
-        s("--scope"),
-        s(c.scope()),
-        s("--config"),
-        s(cfg.display()),
-    ];
-    let out = reaperd(&args);
-    assert_eq!(out.status.code(), Some(0), "{args:?}\n{}\n{}", text(&out.stdout), text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+    common::once_json(c.scope(), cfg)
 }
 
 fn list<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {

@@ -145,6 +145,24 @@ pub fn pid_namespace_tool(test: &str, why_root: &str) -> Option<PathBuf> {
     tool
 }
 
+/// `mcp-reaperd --once --json --scope SCOPE --config CFG`, enforcing (only
+/// below `scope`), asserting exit 0; the report parsed.
+pub fn once_json(scope: i32, cfg: &Path) -> Value {
+    let args = [
+        s("--once"),
+        s("--json"),
+        s("--log-target"),
+        s("stderr"),
+        s("--scope"),
+        s(scope),
+        s("--config"),
+        s(cfg.display()),
+    ];
+    let out = reaperd(&args);
+    assert_eq!(out.status.code(), Some(0), "mcp-reaperd {args:?}\n{}\n{}", text(&out.stdout), text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", text(&out.stdout)))
+}
+
 /// `reaperctl scan --json …`, asserting success, parsed.
 pub fn scan_json(config: &Path, extra: &[&str]) -> Value {
     let mut args: Vec<std::ffi::OsString> = vec!["scan".into(), "--json".into(), "--config".into(), config.into()];
