@@ -26,6 +26,8 @@ pub struct Forest {
     pub scope: Option<usize>,
     /// Whether each process is inside the scope (a strict descendant of it).
     in_scope: Vec<bool>,
+    /// Servers by their hosts' configs (see [`crate::hostcfg`]), and why.
+    pub origins: std::collections::HashMap<usize, std::sync::Arc<crate::hostcfg::Origin>>,
 }
 
 /// A server tree before judgement.
@@ -70,7 +72,8 @@ impl Forest {
             })
             .collect();
         let scope = scope.and_then(|s| snap.index_of(s));
-        let mut f = Forest { parent, children, roles, scope, in_scope: Vec::new() };
+        let mut f =
+            Forest { parent, children, roles, scope, in_scope: Vec::new(), origins: std::collections::HashMap::new() };
         f.in_scope = match scope {
             None => vec![true; n],
             Some(s) => {
@@ -89,6 +92,7 @@ impl Forest {
         for &i in which {
             let p = &snap.procs[i];
             if !p.kernel_thread && !p.cmdline.is_empty() {
+                self.origins.remove(&i);
                 self.roles[i] = matcher.classify_subject(subject(p));
             }
         }

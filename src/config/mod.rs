@@ -58,6 +58,8 @@ pub struct Config {
     pub term_timeout_secs: f64,
     pub reap_stale_hosts: bool,
     pub min_uid: u32,
+    /// `[hosts] read_configs`: servers the hosts' own MCP configs name are servers.
+    pub read_host_configs: bool,
     pub patterns: PatternLists,
     pub socket: Option<PathBuf>,
     pub state_file: Option<PathBuf>,

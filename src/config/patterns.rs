@@ -268,6 +268,20 @@ impl Matcher {
             .unwrap_or(RoleMatch { role: Role::Other, pattern: None, protect })
     }
 
+    /// Whether a process is a bystander (never a server, whatever else says so).
+    pub fn is_bystander(&self, s: Subject<'_>) -> bool {
+        let mut args = s.program.line(s.cmdline);
+        args.truncate(head(&args).len());
+        let x = Texts {
+            program: s.program.name(s.cmdline),
+            args,
+            cmdline_head: head(s.cmdline),
+            cmdline: s.cmdline,
+            exe: s.exe,
+        };
+        self.bystanders.first(&x, false).is_some()
+    }
+
     /// The pattern text behind a match, for explanations.
     pub fn pattern_text(&self, role: Role, index: usize) -> &str {
         let list = match role {
