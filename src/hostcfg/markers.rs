@@ -14,7 +14,7 @@ pub struct Markers {
     pub session: Option<String>,
 }
 
-/// An environment is at most a few hundred KiB (ARG_MAX shares it with argv).
+/// An environment is at most a few hundred KiB (`ARG_MAX` shares it with argv).
 const MAX: u64 = 1 << 20;
 
 /// The markers in `/proc/PID/environ` under `proc_dir`; `None` if unreadable.

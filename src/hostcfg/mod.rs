@@ -60,11 +60,12 @@ impl Origin {
     /// `configured in ~/.claude.json (mcpServers.weather)`, and the host it
     /// was seen below.
     pub fn describe(&self) -> String {
+        use std::fmt::Write;
         let mut s = format!("configured in {} ({})", self.file, self.key);
         if let Some((host, pid, session)) = &self.seen_below {
-            s.push_str(&format!("; seen as a child of host {host} [{pid}]"));
+            let _ = write!(s, "; seen as a child of host {host} [{pid}]");
             if let Some(id) = session {
-                s.push_str(&format!(", session {id}"));
+                let _ = write!(s, ", session {id}");
             }
         }
         s
@@ -113,6 +114,14 @@ pub struct Registry {
     markers: HashMap<Identity, Option<markers::Markers>>,
     configured: Vec<Configured>,
     report: Vec<FileReport>,
+}
+
+/// What one read found: the servers, the files, the paths to keep cached.
+#[derive(Default)]
+struct Found {
+    configured: Vec<Configured>,
+    report: Vec<FileReport>,
+    keep: HashSet<PathBuf>,
 }
 
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
@@ -187,14 +196,13 @@ impl Registry {
             if forest.role(i) != Role::Host || !forest.in_scope(i) || p.state.is_zombie() {
                 continue;
             }
-            let known = match self.hosts.get(&p.id) {
-                Some(k) => k.clone(),
-                None => {
-                    let Some(uid) = uid_of(procfs, p) else { continue };
-                    let k = (uid, cwd_of(procfs, p));
-                    self.hosts.insert(p.id, k.clone());
-                    k
-                }
+            let known = if let Some(k) = self.hosts.get(&p.id) {
+                k.clone()
+            } else {
+                let Some(uid) = uid_of(procfs, p) else { continue };
+                let k = (uid, cwd_of(procfs, p));
+                self.hosts.insert(p.id, k.clone());
+                k
             };
             if eligible(known.0) {
                 self.recent.insert(known.0, now);
@@ -218,9 +226,7 @@ impl Registry {
     /// Reads (or takes from the cache) every file of `uids` and of the
     /// live hosts' projects, into `configured` and `report`.
     fn read(&mut self, uids: &[u32], self_uid: u32, live_hosts: &[(usize, (u32, Option<PathBuf>))]) {
-        let mut configured = Vec::new();
-        let mut report = Vec::new();
-        let mut keep = HashSet::new();
+        let mut out = Found::default();
         let mut projects: Vec<(u32, PathBuf)> =
             live_hosts.iter().filter_map(|(_, (u, c))| Some((*u, c.clone()?))).collect();
         projects.sort();
@@ -231,7 +237,7 @@ impl Registry {
             for s in files::USER {
                 let path = home.join(s.rel);
                 let shown = format!("~/{}", s.rel);
-                self.one(uid, s, &path, shown, None, &mut keep, &mut configured, &mut report);
+                self.one(uid, s, &path, &shown, None, &mut out);
             }
         }
         for (uid, dir) in &projects {
@@ -241,33 +247,23 @@ impl Registry {
             for s in files::PROJECT {
                 let path = dir.join(s.rel);
                 let shown = path.display().to_string();
-                self.one(*uid, s, &path, shown, Some(dir), &mut keep, &mut configured, &mut report);
+                self.one(*uid, s, &path, &shown, Some(dir), &mut out);
             }
         }
-        self.files.retain(&keep);
-        self.configured = configured;
-        self.report = report;
+        self.files.retain(&out.keep);
+        self.configured = out.configured;
+        self.report = out.report;
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn one(
-        &mut self,
-        uid: u32,
-        s: &Source,
-        path: &Path,
-        shown: String,
-        project: Option<&PathBuf>,
-        keep: &mut HashSet<PathBuf>,
-        configured: &mut Vec<Configured>,
-        report: &mut Vec<FileReport>,
-    ) {
-        keep.insert(path.to_path_buf());
+    /// One file of `uid` (shown as `shown`), of a project or of the home.
+    fn one(&mut self, uid: u32, s: &Source, path: &Path, shown: &str, project: Option<&PathBuf>, out: &mut Found) {
+        out.keep.insert(path.to_path_buf());
         let Some(read) = self.files.get(path, s.format, uid) else { return };
         let (servers, error) = match &read {
             Ok(d) => (Some(d.len()), None),
             Err(e) => (None, Some(e.clone())),
         };
-        report.push(FileReport { uid, host: s.host, path: shown.clone(), servers, error });
+        out.report.push(FileReport { uid, host: s.host, path: shown.to_string(), servers, error });
         let Ok(decls) = read else { return };
         for d in decls.iter() {
             // A relative `cwd` is the host's: the project's, or unknown.
@@ -278,10 +274,10 @@ impl Registry {
                 _ => None,
             };
             let Some(pattern) = matching::compile(&d.argv, cwd.as_deref()) else { continue };
-            configured.push(Configured {
+            out.configured.push(Configured {
                 uid,
                 host: s.host,
-                file: shown.clone(),
+                file: shown.to_string(),
                 key: d.key.clone(),
                 command: d.argv.iter().map(|a| crate::redact::redact(a).into_owned()).collect(),
                 program: pattern.name.clone(),

@@ -3,7 +3,7 @@
 //! No YAML crate: the maintained ones (`serde_yaml` is archived; `saphyr`,
 //! `yaml-rust2`) are a full YAML 1.2 parser each, tens of KiB in a release
 //! binary kept near 4–5 MB, for two keys of one host's file that Goose itself
-//! writes (serde_yaml's output: block mappings, block sequences, plain or
+//! writes (`serde_yaml`'s output: block mappings, block sequences, plain or
 //! quoted scalars). This reads that subset line by line. A construct outside
 //! it (anchors, multi-line scalars, flow mappings) leaves that extension
 //! unrecognised — a server then is not known, never a wrong one known.
