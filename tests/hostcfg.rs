@@ -14,7 +14,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{Sandbox, Spec, TempDir, alive, s, text};
+use std::time::Duration;
+
+use common::{Daemon, Launch, Sandbox, Spec, TempDir, alive, s, text, wait_until};
 use serde_json::{Value, json};
 
 /// A fixture home, a project and two directories each holding a weather.py.
@@ -131,6 +133,17 @@ fn quickstart_in_a_projects_mcp_json_is_reaped_after_its_host_dies() {
     );
     assert_eq!(m["configured"]["key"], "mcpServers.weather", "{m:#}");
     assert!(member(&v, other).is_none(), "the unconfigured python is no server: {v:#}");
+    // `reaperctl hosts` lists the host, the file and the server.
+    let h = run(&f, env!("CARGO_BIN_EXE_reaperctl"), &["hosts", "--json", "--scope", &s(sb.scope_pid())]);
+    assert!(
+        h["hosts"].as_array().unwrap().iter().any(|x| x["pid"] == host && x["cwd"] == f.path_str("project")),
+        "{h:#}"
+    );
+    let srv =
+        h["servers"].as_array().unwrap().iter().find(|x| x["file"] == file.as_str()).unwrap_or_else(|| panic!("{h:#}"));
+    assert_eq!(srv["key"], "mcpServers.weather", "{h:#}");
+    assert_eq!(srv["program"], "weather.py", "{h:#}");
+    assert!(!h.to_string().contains("API_KEY"), "no env of a config is shown: {h:#}");
     let state = std::fs::read_to_string(f.path("state.json")).unwrap();
     assert!(state.contains("\"lineage\"") && state.contains("mcpServers.weather"), "{state}");
     assert!(!state.contains("API_KEY"), "no env of a config is kept: {state}");
@@ -143,7 +156,7 @@ fn quickstart_in_a_projects_mcp_json_is_reaped_after_its_host_dies() {
     assert_eq!(o.len(), 1, "one tree reaped: {v:#}");
     assert_eq!(o[0]["root"]["pid"], uv, "{v:#}");
     assert_eq!(o[0]["verdict"], "orphan", "{v:#}");
-    assert!(common::wait_until(std::time::Duration::from_secs(10), || !alive(uv) && !alive(server)));
+    assert!(wait_until(Duration::from_secs(10), || !alive(uv) && !alive(server)));
     sb.assert_alive(&[other]);
 }
 
@@ -176,7 +189,7 @@ fn quickstart_in_claude_json_is_reaped_without_a_live_host() {
     let o = outcomes(&v);
     assert_eq!(o.len(), 1, "{v:#}");
     assert_eq!(o[0]["root"]["pid"], uv, "{v:#}");
-    assert!(common::wait_until(std::time::Duration::from_secs(10), || !alive(uv) && !alive(server)));
+    assert!(wait_until(Duration::from_secs(10), || !alive(uv) && !alive(server)));
     sb.assert_alive(&[other]);
 }
 
@@ -210,6 +223,34 @@ fn a_bare_script_name_counts_only_for_a_child_carrying_its_hosts_marker() {
     let o = outcomes(&v);
     assert_eq!(o.len(), 1, "{v:#}");
     assert_eq!(o[0]["root"]["pid"], marked, "{v:#}");
-    assert!(common::wait_until(std::time::Duration::from_secs(10), || !alive(marked)));
+    assert!(wait_until(Duration::from_secs(10), || !alive(marked)));
     sb.assert_alive(&[unmarked]);
+}
+
+#[test]
+fn the_daemon_remembers_what_it_saw_and_logs_a_bad_file_once() {
+    let f = Fixture::new("hostcfg-daemon");
+    std::fs::write(f.path("project/.mcp.json"), f.quickstart()).unwrap();
+    std::fs::create_dir_all(f.path("project/.cursor")).unwrap();
+    std::fs::write(f.path("project/.cursor/mcp.json"), "{\"mcpServers\": {").unwrap();
+    let sb = Sandbox::new(vec![host_with_quickstart(&f, &["claude"])]);
+    let (host, uv) = (sb.pid_of("claude"), sb.pid_of("uv --directory"));
+    let server = pid_where(&sb, "python3 weather.py", &f.path("weather"));
+    let other = pid_where(&sb, "python3 weather.py", &f.path("other"));
+    let cfg = f.dir.config_with(0, "interval_secs = 1", "");
+    let how = Launch { env: vec![("HOME", f.path_str("home"))], ..Launch::default() };
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, f.dir.path(), &how);
+    let live = |st: &serde_json::Value| {
+        st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == uv && t["verdict"] == "live"))
+    };
+    d.status_until(Duration::from_secs(10), "the live quickstart tree is seen", live);
+    // Several cycles with the bad file unchanged: one line.
+    let scans = |st: &serde_json::Value| st["scans"]["count"].as_u64().unwrap_or(0);
+    let first = scans(&d.status());
+    d.status_until(Duration::from_secs(10), "three more scans", |st| scans(st) >= first + 3);
+    assert_eq!(d.count("skipping MCP config"), 1, "{}", d.log_text());
+
+    sb.kill_host(host);
+    assert!(wait_until(Duration::from_secs(10), || !alive(uv) && !alive(server)), "{}", d.log_text());
+    sb.assert_alive(&[other]);
 }

@@ -101,6 +101,24 @@ pub struct FileReport {
     pub error: Option<String>,
 }
 
+/// A live host whose project files were read.
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveHost {
+    pub pid: i32,
+    pub program: String,
+    pub uid: u32,
+    /// Its working directory: the project whose files are read.
+    pub cwd: Option<String>,
+}
+
+/// What `reaperctl hosts` shows: the last cycle's hosts, files and servers.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub hosts: Vec<LiveHost>,
+    pub files: Vec<FileReport>,
+    pub servers: Vec<Configured>,
+}
+
 /// Everything read, kept across cycles (one per process: reads are cached
 /// by file, and the daemon's cycles run one at a time).
 #[derive(Default)]
@@ -114,7 +132,18 @@ pub struct Registry {
     markers: HashMap<Identity, Option<markers::Markers>>,
     configured: Vec<Configured>,
     report: Vec<FileReport>,
+    live: Vec<LiveHost>,
+    /// The users and projects last read, and when: a cycle applies the
+    /// configs up to four times (once per round of details), files are
+    /// looked at (one `stat` each) at most once per [`LOOK`].
+    last: Option<(Vec<u32>, Vec<Project>, Instant)>,
 }
+
+/// A live host's working directory, with its uid.
+type Project = (u32, PathBuf);
+
+/// How often unchanged users and projects have their files looked at.
+const LOOK: Duration = Duration::from_secs(1);
 
 /// What one read found: the servers, the files, the paths to keep cached.
 #[derive(Default)]
@@ -139,10 +168,10 @@ pub fn apply(procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest
     registry().apply(procfs, cfg, snap, forest);
 }
 
-/// The configured servers and the files of the last cycle.
-pub fn report() -> (Vec<Configured>, Vec<FileReport>) {
+/// The live hosts, files and configured servers of the last cycle.
+pub fn report() -> Report {
     let r = registry();
-    (r.configured.clone(), r.report.clone())
+    Report { hosts: r.live.clone(), files: r.report.clone(), servers: r.configured.clone() }
 }
 
 /// The lineage, for the state file.
@@ -209,6 +238,18 @@ impl Registry {
                 live_hosts.push((i, known));
             }
         }
+        self.live = live_hosts
+            .iter()
+            .map(|(i, (uid, cwd))| {
+                let p = &snap.procs[*i];
+                LiveHost {
+                    pid: p.pid().get(),
+                    program: p.program.name(&p.cmdline).to_string(),
+                    uid: *uid,
+                    cwd: cwd.as_ref().map(|c| c.display().to_string()),
+                }
+            })
+            .collect();
         let live: HashSet<Identity> = live_hosts.iter().map(|&(i, _)| snap.procs[i].id).collect();
         self.hosts.retain(|id, _| live.contains(id));
         self.recent.retain(|_, t| now.duration_since(*t) < RECENT);
@@ -226,11 +267,19 @@ impl Registry {
     /// Reads (or takes from the cache) every file of `uids` and of the
     /// live hosts' projects, into `configured` and `report`.
     fn read(&mut self, uids: &[u32], self_uid: u32, live_hosts: &[(usize, (u32, Option<PathBuf>))]) {
-        let mut out = Found::default();
-        let mut projects: Vec<(u32, PathBuf)> =
-            live_hosts.iter().filter_map(|(_, (u, c))| Some((*u, c.clone()?))).collect();
+        let mut projects: Vec<Project> = live_hosts.iter().filter_map(|(_, (u, c))| Some((*u, c.clone()?))).collect();
         projects.sort();
         projects.dedup();
+        let now = Instant::now();
+        if let Some((u, p, at)) = &self.last
+            && u == uids
+            && *p == projects
+            && now.duration_since(*at) < LOOK
+        {
+            return;
+        }
+        self.last = Some((uids.to_vec(), projects.clone(), now));
+        let mut out = Found::default();
         for &uid in uids {
             let home = self.homes.entry(uid).or_insert_with(|| home_of(uid, self_uid)).clone();
             let Some(home) = home else { continue };
