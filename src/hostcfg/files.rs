@@ -89,7 +89,7 @@ struct Cached {
 }
 
 /// One file's servers, or why they are not known.
-pub type Read_ = Result<Arc<Vec<Declared>>, String>;
+pub type Servers = Result<Arc<Vec<Declared>>, String>;
 
 /// Files read so far, by path.
 #[derive(Debug, Default)]
@@ -100,7 +100,7 @@ pub struct FileCache {
 impl FileCache {
     /// The servers `path` declares, for a home (or project) owned by `owner`;
     /// `None` when the file does not exist. Read again only when it changed.
-    pub fn get(&mut self, path: &Path, format: Format, owner: u32) -> Option<Read_> {
+    pub fn get(&mut self, path: &Path, format: Format, owner: u32) -> Option<Servers> {
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => {
@@ -121,7 +121,7 @@ impl FileCache {
     }
 
     /// Keeps a fresh outcome; logs a failure once per file and change.
-    fn outcome(&mut self, path: &Path, owner: u32, stamp: Option<Stamp>, read: Read_) -> Read_ {
+    fn outcome(&mut self, path: &Path, owner: u32, stamp: Option<Stamp>, read: Servers) -> Servers {
         if let Err(why) = &read {
             let old = self.files.get(path);
             let repeated = old.is_some_and(|c| c.stamp == stamp && c.read.as_ref().err() == Some(why));
@@ -147,15 +147,32 @@ fn failure(e: &std::io::Error) -> String {
     }
 }
 
-/// Opens without blocking (a FIFO in a config's place must not hang the
-/// reaper), then checks what was opened, not what the path named a moment ago.
-fn read(path: &Path, format: Format, owner: u32) -> Read_ {
+/// Checks what the path names before opening it (as root, opening a device
+/// a user's symlink points to could have effects), then opens without
+/// blocking and checks that what was opened is what was checked.
+fn read(path: &Path, format: Format, owner: u32) -> Servers {
+    let before = std::fs::metadata(path).map_err(|e| failure(&e))?;
+    check(&before, owner)?;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| failure(&e))?;
     let m = f.metadata().map_err(|e| failure(&e))?;
+    check(&m, owner)?;
+    if (m.dev(), m.ino()) != (before.dev(), before.ino()) {
+        return Err("replaced while being read".into());
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| failure(&e))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(format!("larger than {} MiB", MAX_BYTES >> 20));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    parse(format, &text).map(Arc::new)
+}
+
+fn check(m: &std::fs::Metadata, owner: u32) -> Result<(), String> {
     if !m.is_file() {
         return Err("not a regular file".into());
     }
@@ -165,11 +182,5 @@ fn read(path: &Path, format: Format, owner: u32) -> Read_ {
     if m.size() > MAX_BYTES {
         return Err(format!("larger than {} MiB", MAX_BYTES >> 20));
     }
-    let mut bytes = Vec::new();
-    f.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| failure(&e))?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(format!("larger than {} MiB", MAX_BYTES >> 20));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
-    parse(format, &text).map(Arc::new)
+    Ok(())
 }
