@@ -133,6 +133,7 @@ fn quickstart_in_a_projects_mcp_json_is_reaped_after_its_host_dies() {
     );
     assert_eq!(m["configured"]["key"], "mcpServers.weather", "{m:#}");
     assert!(member(&v, other).is_none(), "the unconfigured python is no server: {v:#}");
+    assert!(v["hosts"]["servers"].as_array().is_some_and(|s| s.iter().any(|x| x["file"] == file.as_str())), "{v:#}");
     // `reaperctl hosts` lists the host, the file and the server.
     let h = run(&f, env!("CARGO_BIN_EXE_reaperctl"), &["hosts", "--json", "--scope", &s(sb.scope_pid())]);
     assert!(

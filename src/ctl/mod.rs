@@ -173,7 +173,8 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
         Err(code) => return code,
     };
     if args.json {
-        let r = report::json::build(&a);
+        let mut r = report::json::build(&a);
+        r.hosts = Some(crate::hostcfg::report());
         println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
     } else {
         let users = report::human::user_names();

@@ -14,6 +14,10 @@ use crate::scan::{FdKind, Process, Snapshot};
 pub struct ScanReport {
     pub trees: Vec<Tree>,
     pub summary: Summary,
+    /// What the hosts' own MCP configs name (`reaperctl hosts --json`), where
+    /// the caller adds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<crate::hostcfg::Report>,
 }
 
 #[derive(Serialize)]
@@ -232,5 +236,5 @@ pub fn build(a: &Assessment) -> ScanReport {
         scan_ms: a.scan_duration.as_secs_f64() * 1000.0,
         scope: a.scope.map(super::super::ids::Pid::get),
     };
-    ScanReport { trees, summary }
+    ScanReport { trees, summary, hosts: None }
 }
