@@ -400,7 +400,14 @@ impl Registry {
                         let c = &self.configured[k];
                         (c.uid, c.file.clone(), c.key.clone())
                     };
-                    let seen = match host {
+                    // A host's stdio child: fd 0 a pipe or socket (or not
+                    // yet known); one on /dev/null or a terminal was started
+                    // to run on its own.
+                    let stdio = p.details.as_ref().is_none_or(|d| {
+                        let k = d.fd_kind(0);
+                        k.is_link() || k == crate::scan::FdKind::Unknown
+                    });
+                    let seen = match host.filter(|_| stdio) {
                         Some(h) => {
                             let hp = &snap.procs[h];
                             let session = self.markers_of(procfs, p).and_then(|m| m.session);

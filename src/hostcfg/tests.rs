@@ -220,6 +220,11 @@ fn configured_commands_match_the_chains_they_expand_into() {
     assert!(runs(&node, &["node", "./weather/build/index.js"], "/home/u"));
     assert!(!runs(&node, &["node", "/home/u/other/build/index.js"], "/"));
 
+    // Gemini CLI's documented shape: the venv's python, with a cwd.
+    let venv = compile(&v(&[".venv/bin/python", "weather.py"]), Some(Path::new("/home/u/weather"))).unwrap();
+    assert!(runs(&venv, &["/home/u/weather/.venv/bin/python", "weather.py"], "/home/u/weather"));
+    assert!(!runs(&venv, &["/home/u/other/.venv/bin/python", "weather.py"], "/home/u/other"));
+
     // A script whose directory is unknown matches by name, but weakly.
     let bare = compile(&v(&["python", "server.py"]), None).unwrap();
     assert!(bare.weak);

@@ -95,7 +95,7 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
                     && let Some(rule) = &m.role_rule
                 {
                     // Why a process with no MCP-like name is a server.
-                    let _ = writeln!(out, "    {:>7} {}", m.pid, cut(&super::printable(rule), width, 12));
+                    let _ = writeln!(out, "    {:>7} ↳ {}", m.pid, cut(&super::printable(rule), width, 14));
                 }
             }
         }
