@@ -295,6 +295,9 @@ impl Registry {
             }
             for s in files::PROJECT {
                 let path = dir.join(s.rel);
+                if out.keep.contains(&path) {
+                    continue; // a host started in the home: read as the user's
+                }
                 let shown = path.display().to_string();
                 self.one(*uid, s, &path, &shown, Some(dir), &mut out);
             }
