@@ -229,7 +229,7 @@ fn a_bare_script_name_counts_only_for_a_child_carrying_its_hosts_marker() {
 }
 
 #[test]
-fn the_daemon_remembers_what_it_saw_and_logs_a_bad_file_once() {
+fn the_daemon_remembers_what_it_saw_across_a_restart_and_logs_a_bad_file_once() {
     let f = Fixture::new("hostcfg-daemon");
     std::fs::write(f.path("project/.mcp.json"), f.quickstart()).unwrap();
     std::fs::create_dir_all(f.path("project/.cursor")).unwrap();
@@ -240,7 +240,7 @@ fn the_daemon_remembers_what_it_saw_and_logs_a_bad_file_once() {
     let other = pid_where(&sb, "python3 weather.py", &f.path("other"));
     let cfg = f.dir.config_with(0, "interval_secs = 1", "");
     let how = Launch { env: vec![("HOME", f.path_str("home"))], ..Launch::default() };
-    let d = Daemon::start_in(sb.scope_pid(), &cfg, f.dir.path(), &how);
+    let mut d = Daemon::start_in(sb.scope_pid(), &cfg, f.dir.path(), &how);
     let live = |st: &serde_json::Value| {
         st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == uv && t["verdict"] == "live"))
     };
@@ -250,8 +250,15 @@ fn the_daemon_remembers_what_it_saw_and_logs_a_bad_file_once() {
     let first = scans(&d.status());
     d.status_until(Duration::from_secs(10), "three more scans", |st| scans(st) >= first + 3);
     assert_eq!(d.count("skipping MCP config"), 1, "{}", d.log_text());
+    // What it saw is in its state file although no grace clock changed.
+    let state = f.path("state.json");
+    let saved = || std::fs::read_to_string(&state).is_ok_and(|t| t.contains(&format!("\"pid\": {server}")));
+    assert!(wait_until(Duration::from_secs(10), saved), "{}", d.log_text());
 
+    // The daemon dies, then the host; a new daemon judges by what was seen.
+    d.sigkill();
     sb.kill_host(host);
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, f.dir.path(), &how);
     assert!(wait_until(Duration::from_secs(10), || !alive(uv) && !alive(server)), "{}", d.log_text());
     sb.assert_alive(&[other]);
 }

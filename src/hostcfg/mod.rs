@@ -129,6 +129,8 @@ pub struct Registry {
     hosts: HashMap<Identity, (u32, Option<PathBuf>)>,
     recent: HashMap<u32, Instant>,
     pub lineage: Lineage,
+    /// Counts changes of `lineage`: the daemon saves its state file when it moved.
+    lineage_changes: u64,
     markers: HashMap<Identity, Option<markers::Markers>>,
     configured: Vec<Configured>,
     report: Vec<FileReport>,
@@ -177,6 +179,11 @@ pub fn report() -> Report {
 /// The lineage, for the state file.
 pub fn lineage_json() -> serde_json::Value {
     registry().lineage.to_json()
+}
+
+/// A number that changes whenever the lineage does.
+pub fn lineage_changes() -> u64 {
+    registry().lineage_changes
 }
 
 /// Restores the lineage from a state file.
@@ -372,63 +379,14 @@ impl Registry {
             }
             // The nearest live host above, if any.
             let host = forest.ancestors(i).into_iter().find(|a| host_idx.contains_key(a));
-            let mut hit = None;
-            if !candidates.is_empty()
-                && let Some(uid) = uid_of(procfs, p)
-            {
-                let running = Running { cmdline: &p.cmdline, program: p.program };
-                let mut cwd = None;
-                for k in candidates {
-                    let (cuid, pattern) = (self.configured[k].uid, self.configured[k].pattern.clone());
-                    if cuid != uid {
-                        continue;
-                    }
-                    let host_ok = host.is_some_and(|h| host_idx[&h] == uid);
-                    if pattern.weak && !host_ok {
-                        continue;
-                    }
-                    let ok = pattern.matches(&running, || cwd.get_or_insert_with(|| cwd_of(procfs, p)).clone());
-                    if ok && pattern.weak && !self.marked(procfs, snap, p, host) {
-                        continue;
-                    }
-                    if ok {
-                        hit = Some(k);
-                        break;
-                    }
-                }
-            }
+            let host_uid = host.map(|h| host_idx[&h]);
+            let hit = self.first_hit(procfs, snap, p, &candidates, host, host_uid);
             let (origin, seen) = match (hit, remembered) {
                 (Some(k), remembered) => {
-                    let (uid, file, key) = {
-                        let c = &self.configured[k];
-                        (c.uid, c.file.clone(), c.key.clone())
-                    };
-                    // A host's stdio child: fd 0 a pipe or socket (or not
-                    // yet known); one on /dev/null or a terminal was started
-                    // to run on its own.
-                    let stdio = p.details.as_ref().is_none_or(|d| {
-                        let k = d.fd_kind(0);
-                        k.is_link() || k == crate::scan::FdKind::Unknown
-                    });
-                    let seen = match host.filter(|_| stdio) {
-                        Some(h) => {
-                            let hp = &snap.procs[h];
-                            let session = self.markers_of(procfs, p).and_then(|m| m.session);
-                            Some(Seen {
-                                pid: p.pid().get(),
-                                start_time: p.id.start_time.0,
-                                uid,
-                                host_pid: hp.pid().get(),
-                                host_start_time: hp.id.start_time.0,
-                                host: hp.program.name(&hp.cmdline).to_string(),
-                                session,
-                                file: file.clone(),
-                                key: key.clone(),
-                            })
-                        }
-                        None => remembered,
-                    };
-                    (Origin { file, key, seen_below: None }, seen)
+                    let c = &self.configured[k];
+                    let origin = Origin { file: c.file.clone(), key: c.key.clone(), seen_below: None };
+                    let seen = self.seen(procfs, snap, p, k, host).or(remembered);
+                    (origin, seen)
                 }
                 (None, Some(s)) => (Origin { file: s.file.clone(), key: s.key.clone(), seen_below: None }, Some(s)),
                 (None, None) => continue,
@@ -438,8 +396,11 @@ impl Registry {
         for (i, mut origin, seen) in found {
             if let Some(s) = seen {
                 origin.seen_below = Some((s.host.clone(), s.host_pid, s.session.clone()));
-                if let Some(id) = s.id() {
+                if let Some(id) = s.id()
+                    && self.lineage.seen.get(&id) != Some(&s)
+                {
                     self.lineage.seen.insert(id, s);
+                    self.lineage_changes += 1;
                 }
             }
             let protect = forest.roles[i].protect;
@@ -447,8 +408,69 @@ impl Registry {
             forest.origins.insert(i, Arc::new(origin));
         }
         let present: HashSet<Identity> = snap.procs.iter().map(|p| p.id).collect();
+        let before = self.lineage.seen.len();
         self.lineage.retain_live(|id| present.contains(&id));
+        if self.lineage.seen.len() != before {
+            self.lineage_changes += 1;
+        }
         self.markers.retain(|id, _| present.contains(id));
+    }
+
+    /// The first configured command of `p`'s user that `p` runs. A weak
+    /// one counts only below a live host of that user, for a child carrying
+    /// the host's marker.
+    fn first_hit(
+        &mut self,
+        procfs: &ProcFs,
+        snap: &Snapshot,
+        p: &Process,
+        candidates: &[usize],
+        host: Option<usize>,
+        host_uid: Option<u32>,
+    ) -> Option<usize> {
+        if candidates.is_empty() {
+            return None;
+        }
+        let uid = uid_of(procfs, p)?;
+        let running = Running { cmdline: &p.cmdline, program: p.program };
+        let mut cwd = None;
+        for &k in candidates {
+            let (cuid, pattern) = (self.configured[k].uid, self.configured[k].pattern.clone());
+            if cuid != uid || pattern.weak && host_uid != Some(uid) {
+                continue;
+            }
+            if !pattern.matches(&running, || cwd.get_or_insert_with(|| cwd_of(procfs, p)).clone()) {
+                continue;
+            }
+            if !pattern.weak || self.marked(procfs, snap, p, host) {
+                return Some(k);
+            }
+        }
+        None
+    }
+
+    /// `p`, matching configured entry `k`, as seen below live host `host`:
+    /// if it is that host's stdio child (fd 0 a pipe or socket, or not yet
+    /// known; one on /dev/null or a terminal was started to run on its own).
+    fn seen(&mut self, procfs: &ProcFs, snap: &Snapshot, p: &Process, k: usize, host: Option<usize>) -> Option<Seen> {
+        let stdio = p.details.as_ref().is_none_or(|d| {
+            let kind = d.fd_kind(0);
+            kind.is_link() || kind == crate::scan::FdKind::Unknown
+        });
+        let hp = &snap.procs[host.filter(|_| stdio)?];
+        let session = self.markers_of(procfs, p).and_then(|m| m.session);
+        let c = &self.configured[k];
+        Some(Seen {
+            pid: p.pid().get(),
+            start_time: p.id.start_time.0,
+            uid: c.uid,
+            host_pid: hp.pid().get(),
+            host_start_time: hp.id.start_time.0,
+            host: hp.program.name(&hp.cmdline).to_string(),
+            session,
+            file: c.file.clone(),
+            key: c.key.clone(),
+        })
     }
 
     fn markers_of(&mut self, procfs: &ProcFs, p: &Process) -> Option<markers::Markers> {
