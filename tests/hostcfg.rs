@@ -113,6 +113,8 @@ fn pid_where(sb: &Sandbox, argv: &str, cwd: &Path) -> i32 {
 fn quickstart_in_a_projects_mcp_json_is_reaped_after_its_host_dies() {
     let f = Fixture::new("hostcfg-project");
     std::fs::write(f.path("project/.mcp.json"), f.quickstart()).unwrap();
+    std::fs::create_dir_all(f.path("project/.vscode")).unwrap();
+    std::fs::write(f.path("project/.vscode/mcp.json"), "{\"servers\": {").unwrap();
     let sb = Sandbox::new(vec![host_with_quickstart(&f, &["claude"])]);
     let host = sb.pid_of("claude");
     let uv = sb.pid_of("uv --directory");
@@ -145,6 +147,10 @@ fn quickstart_in_a_projects_mcp_json_is_reaped_after_its_host_dies() {
     assert_eq!(srv["key"], "mcpServers.weather", "{h:#}");
     assert_eq!(srv["program"], "weather.py", "{h:#}");
     assert!(!h.to_string().contains("API_KEY"), "no env of a config is shown: {h:#}");
+    let bad = f.path_str("project/.vscode/mcp.json");
+    let bad =
+        h["files"].as_array().unwrap().iter().find(|x| x["path"] == bad.as_str()).unwrap_or_else(|| panic!("{h:#}"));
+    assert!(bad["error"].as_str().is_some_and(|e| e.starts_with("invalid JSON")), "{bad:#}");
     let state = std::fs::read_to_string(f.path("state.json")).unwrap();
     assert!(state.contains("\"lineage\"") && state.contains("mcpServers.weather"), "{state}");
     assert!(!state.contains("API_KEY"), "no env of a config is kept: {state}");

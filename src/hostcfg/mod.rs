@@ -261,7 +261,10 @@ impl Registry {
         self.hosts.retain(|id, _| live.contains(id));
         self.recent.retain(|_, t| now.duration_since(*t) < RECENT);
 
+        // Users with a host alive lately, or with servers seen below one
+        // (a `--once` timer learns those from its state file).
         let mut uids: Vec<u32> = self.recent.keys().copied().collect();
+        uids.extend(self.lineage.seen.values().map(|s| s.uid).filter(|&u| eligible(u)));
         if eligible(self_uid) {
             uids.push(self_uid);
         }
@@ -356,6 +359,10 @@ impl Registry {
         forest: &mut Forest,
         live_hosts: &[(usize, (u32, Option<PathBuf>))],
     ) {
+        if self.configured.is_empty() && self.lineage.seen.is_empty() {
+            self.markers.clear();
+            return; // nothing to match: the common case costs nothing
+        }
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
         for (k, c) in self.configured.iter().enumerate() {
             by_name.entry(c.pattern.name.clone()).or_default().push(k);
