@@ -264,3 +264,63 @@ fn lineage_round_trips_and_skips_bad_entries() {
     assert_eq!(lineage::Lineage::from_json(&j), l);
     assert!(lineage::Lineage::from_json(&serde_json::Value::Null).seen.is_empty());
 }
+
+#[test]
+fn a_fixture_home_with_every_host_is_read_and_bad_files_are_listed_as_skipped() {
+    let h = Home::new("home");
+    let uid = std::fs::metadata(&h.0).unwrap().uid();
+    let srv = |cmd: &str| format!(r#"{{"mcpServers": {{"s": {{"command": "{cmd}", "args": ["--stdio"]}}}}}}"#);
+    h.write(".claude.json", &srv("claude-srv"));
+    h.write(".cursor/mcp.json", &srv("cursor-srv"));
+    h.write(".codex/config.toml", "[mcp_servers.s]\ncommand = \"codex-srv\"\nargs = [\"--stdio\"]\n");
+    h.write(".gemini/settings.json", &format!("// settings\n{}", srv("gemini-srv")));
+    h.write(".config/Code/User/mcp.json", r#"{"servers": {"s": {"command": "vscode-srv", "args": ["--stdio"],}}}"#);
+    h.write(".config/Claude/claude_desktop_config.json", &srv("desktop-srv"));
+    h.write(".config/zed/settings.json", r#"{"context_servers": {"s": {"command": "zed-srv", "args": ["--stdio"]}}}"#);
+    h.write(
+        ".config/goose/config.yaml",
+        "extensions:\n  s:\n    cmd: goose-srv\n    args: [--stdio]\n    type: stdio\n",
+    );
+    h.write(
+        ".config/opencode/opencode.jsonc",
+        r#"{"mcp": {"s": {"type": "local", "command": ["opencode-srv", "--stdio"]}}}"#,
+    );
+    h.write(".codeium/windsurf/mcp_config.json", &srv("windsurf-srv"));
+    // Amazon Q's file is a symlink loop, opencode.json malformed, VSCodium's huge.
+    std::fs::create_dir_all(h.0.join(".aws/amazonq")).unwrap();
+    std::os::unix::fs::symlink(h.0.join(".aws/amazonq/mcp.json"), h.0.join(".aws/amazonq/mcp.json")).unwrap();
+    h.write(".config/opencode/opencode.json", "{\"mcp\": ");
+    let huge = h.write(".config/VSCodium/User/mcp.json", "");
+    std::fs::File::create(&huge).unwrap().set_len(MAX_BYTES + 1).unwrap();
+
+    let mut reg = Registry::default();
+    reg.homes.insert(uid, Some(h.0.clone()));
+    reg.read(&[uid], uid, &[]);
+    let mut programs: Vec<&str> = reg.configured.iter().map(|c| c.program.as_str()).collect();
+    programs.sort_unstable();
+    let want = ["claude-srv", "codex-srv", "cursor-srv", "desktop-srv", "gemini-srv"];
+    let more = ["goose-srv", "opencode-srv", "vscode-srv", "windsurf-srv", "zed-srv"];
+    assert_eq!(programs, want.iter().chain(&more).copied().collect::<Vec<_>>());
+    assert!(reg.configured.iter().all(|c| c.command.last().map(String::as_str) == Some("--stdio")));
+    let claude = reg.configured.iter().find(|c| c.program == "claude-srv").unwrap();
+    assert_eq!(
+        (claude.file.as_str(), claude.key.as_str(), claude.host),
+        ("~/.claude.json", "mcpServers.s", "claude-code")
+    );
+    let skipped: Vec<(&str, &str)> =
+        reg.report.iter().filter_map(|f| Some((f.path.as_str(), f.error.as_deref()?))).collect();
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    assert!(skipped.contains(&("~/.aws/amazonq/mcp.json", "a symlink loop")), "{skipped:?}");
+    assert!(skipped.iter().any(|(p, e)| *p == "~/.config/opencode/opencode.json" && e.starts_with("invalid JSON")));
+    assert!(skipped.iter().any(|(p, e)| *p == "~/.config/VSCodium/User/mcp.json" && e.starts_with("larger than")));
+
+    // Another user's file in this home is not this user's config.
+    if uid == 0 {
+        std::os::unix::fs::chown(h.0.join(".claude.json"), Some(4242), None).unwrap();
+        reg.last = None;
+        reg.read(&[uid], uid, &[]);
+        assert!(!reg.configured.iter().any(|c| c.program == "claude-srv"));
+        let f = reg.report.iter().find(|f| f.path == "~/.claude.json").unwrap();
+        assert_eq!(f.error.as_deref(), Some("owned by uid 4242, not by the home's owner 0"));
+    }
+}
