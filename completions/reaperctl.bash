@@ -19,6 +19,9 @@ _reaperctl() {
             reaperctl,help)
                 cmd="reaperctl__subcmd__help"
                 ;;
+            reaperctl,hosts)
+                cmd="reaperctl__subcmd__hosts"
+                ;;
             reaperctl,metrics)
                 cmd="reaperctl__subcmd__metrics"
                 ;;
@@ -39,6 +42,9 @@ _reaperctl() {
                 ;;
             reaperctl__subcmd__help,help)
                 cmd="reaperctl__subcmd__help__subcmd__help"
+                ;;
+            reaperctl__subcmd__help,hosts)
+                cmd="reaperctl__subcmd__help__subcmd__hosts"
                 ;;
             reaperctl__subcmd__help,metrics)
                 cmd="reaperctl__subcmd__help__subcmd__metrics"
@@ -65,7 +71,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan validate status reload reap-now metrics help"
+            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -87,7 +93,7 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__help)
-            opts="scan validate status reload reap-now metrics help"
+            opts="scan hosts validate status reload reap-now metrics help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -101,6 +107,20 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__hosts)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -191,6 +211,36 @@ _reaperctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__hosts)
+            opts="-h --json --scope --proc-root --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scope)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -29,6 +29,7 @@ complete -c reaperctl -n "__fish_reaperctl_needs_command" -l socket -d 'Control 
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -s V -l version -d 'Print version'
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "scan" -d 'Read-only audit of the machine now: every MCP server tree and its verdict'
+complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "hosts" -d 'The MCP servers the hosts\' own config files name, per user and host, with the files (read now, like `scan`; see `[hosts]` in mcp-reaper.toml(5))'
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "validate" -d 'Check a config file; print "ok" or every problem found'
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "status" -d 'What the running daemon sees and has done'
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "reload" -d 'Ask the daemon to reload its configuration'
@@ -41,6 +42,12 @@ complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l config -d '
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l json -d 'Print the stable JSON form (see README) instead of the human view'
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -s h -l help -d 'Print help'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l scope -d 'Judge only descendants of PID, treating PID as an adopter' -r
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l proc-root -d 'Read processes from DIR instead of /proc (fixtures, tests)' -r -F
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l config -d 'Config file (default: /etc/mcp-reaper/config.toml for root, ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it). `-` means the embedded default alone' -r -F
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l json -d 'Print the stable JSON form (see README) instead of the human view'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -s h -l help -d 'Print help'
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand validate" -l config -d 'Config file (default: /etc/mcp-reaper/config.toml for root, ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it). `-` means the embedded default alone' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand validate" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand validate" -s h -l help -d 'Print help'
@@ -59,10 +66,11 @@ complete -c reaperctl -n "__fish_reaperctl_using_subcommand reap-now" -s h -l he
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand metrics" -l config -d 'Config file (default: /etc/mcp-reaper/config.toml for root, ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it). `-` means the embedded default alone' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand metrics" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand metrics" -s h -l help -d 'Print help'
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan validate status reload reap-now metrics help" -f -a "scan" -d 'Read-only audit of the machine now: every MCP server tree and its verdict'
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan validate status reload reap-now metrics help" -f -a "validate" -d 'Check a config file; print "ok" or every problem found'
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan validate status reload reap-now metrics help" -f -a "status" -d 'What the running daemon sees and has done'
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan validate status reload reap-now metrics help" -f -a "reload" -d 'Ask the daemon to reload its configuration'
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan validate status reload reap-now metrics help" -f -a "reap-now" -d 'Ask the daemon to run a cycle now and print what it did'
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan validate status reload reap-now metrics help" -f -a "metrics" -d 'Print the daemon\'s counters in Prometheus text format'
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan validate status reload reap-now metrics help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "scan" -d 'Read-only audit of the machine now: every MCP server tree and its verdict'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "hosts" -d 'The MCP servers the hosts\' own config files name, per user and host, with the files (read now, like `scan`; see `[hosts]` in mcp-reaper.toml(5))'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "validate" -d 'Check a config file; print "ok" or every problem found'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "status" -d 'What the running daemon sees and has done'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "reload" -d 'Ask the daemon to reload its configuration'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "reap-now" -d 'Ask the daemon to run a cycle now and print what it did'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "metrics" -d 'Print the daemon\'s counters in Prometheus text format'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand help; and not __fish_seen_subcommand_from scan hosts validate status reload reap-now metrics help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

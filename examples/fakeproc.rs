@@ -40,6 +40,10 @@
 //!   127 KiB each, the most one argv string may hold) to the argv it starts
 //!   this process with; they are not in `FAKEPROC` (an environment string
 //!   has the same limit), nor in the ready line.
+//! - `cwd`: the directory the parent starts this process in (a host in its
+//!   project, a server started with `uv --directory D`).
+//! - `env`: `[name, value]` pairs added to the environment the parent gives
+//!   this process (the markers hosts set for their servers).
 //! - `flip`: a second argv. Every 3 ms the process execs itself (same pid)
 //!   with the other argv: readers of `/proc` may see either, or one in their
 //!   first read and the other in their second. The ready line is written once.
@@ -146,6 +150,10 @@ struct Spec {
     pad_kib: usize,
     #[serde(default)]
     stdio: StdioKind,
+    #[serde(default)]
+    cwd: Option<std::path::PathBuf>,
+    #[serde(default)]
+    env: Vec<(String, String)>,
 }
 
 fn fail(msg: &str) -> ! {
@@ -227,7 +235,11 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     let mut cmd = Command::new(child.exe.as_deref().unwrap_or(exe));
     cmd.arg0(OsStr::from_bytes(child.argv[0].bytes()))
         .args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
-        .env("FAKEPROC", json);
+        .env("FAKEPROC", json)
+        .envs(child.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if let Some(dir) = &child.cwd {
+        cmd.current_dir(dir);
+    }
     // The parent's end of a socketpair, held (like the pipe ends below) for
     // as long as this process lives.
     let mut keep: Option<OwnedFd> = None;

@@ -21,6 +21,7 @@ pub mod ctl;
 pub mod cycle;
 pub mod daemon;
 pub mod exit;
+pub mod hostcfg;
 pub mod ids;
 pub(crate) mod names;
 pub(crate) mod paths;

@@ -73,9 +73,31 @@ fn read(path: &Path) -> Read {
     }
     let Ok(text) = String::from_utf8(bytes) else { return Read::Corrupt("not UTF-8 text".to_string()) };
     match GraceBook::from_json(&text) {
-        Ok(b) => Read::Book(b),
+        Ok(b) => {
+            restore_lineage(&text);
+            Read::Book(b)
+        }
         Err(e) => Read::Corrupt(e),
     }
+}
+
+/// The servers seen below their hosts ([`crate::hostcfg::lineage`]), kept
+/// in the member `lineage` that older files lack and older readers ignore.
+fn restore_lineage(text: &str) {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+        crate::hostcfg::restore_lineage(v.get("lineage").unwrap_or(&serde_json::Value::Null));
+    }
+}
+
+fn to_json(book: &GraceBook) -> String {
+    let text = book.to_json();
+    let lineage = crate::hostcfg::lineage_json();
+    if lineage.as_array().is_none_or(Vec::is_empty) {
+        return text;
+    }
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) else { return text };
+    v["lineage"] = lineage;
+    serde_json::to_string_pretty(&v).unwrap_or(text)
 }
 
 fn unreadable(path: &Path, e: &io::Error) -> String {
@@ -91,7 +113,7 @@ fn unreadable(path: &Path, e: &io::Error) -> String {
 pub fn save(path: &Path, book: &GraceBook) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    crate::atomic::write(path, book.to_json().as_bytes(), 0o600)
+    crate::atomic::write(path, to_json(book).as_bytes(), 0o600)
 }
 
 #[cfg(test)]

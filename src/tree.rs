@@ -45,6 +45,8 @@ pub struct Forest {
     pub scope: Option<usize>,
     /// Whether each process is inside the scope (a strict descendant of it).
     in_scope: Vec<bool>,
+    /// Servers by their hosts' configs (see [`crate::hostcfg`]), and why.
+    pub origins: std::collections::HashMap<usize, std::sync::Arc<crate::hostcfg::Origin>>,
 }
 
 /// A server tree before judgement.
@@ -84,7 +86,8 @@ impl Forest {
             })
             .collect();
         let scope = scope.and_then(|s| snap.index_of(s));
-        let mut f = Forest { parent, children, roles, scope, in_scope: Vec::new() };
+        let mut f =
+            Forest { parent, children, roles, scope, in_scope: Vec::new(), origins: std::collections::HashMap::new() };
         f.in_scope = match scope {
             None => vec![true; n],
             Some(s) => {
@@ -101,6 +104,7 @@ impl Forest {
     /// Re-classifies the given processes (after their exe became known).
     pub fn refine_roles(&mut self, snap: &Snapshot, matcher: &Matcher, which: &[usize]) {
         for &i in which {
+            self.origins.remove(&i);
             self.roles[i] = classify(snap, &snap.procs[i], matcher);
         }
     }

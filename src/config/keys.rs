@@ -158,6 +158,9 @@ keys! {
         protect: RoleList => patterns.protect;
         bystanders: RoleList => patterns.bystanders;
     }
+    [hosts] {
+        read_configs: bool => read_host_configs;
+    }
     [daemon] {
         socket: SocketPath => socket, optional;
         state_file: FilePath => state_file, optional;

@@ -61,6 +61,8 @@ pub struct Config {
     /// terms, its PID 1 being its adopter, rather than never touching it.
     pub reap_other_pid_namespaces: bool,
     pub min_uid: u32,
+    /// `[hosts] read_configs`: servers the hosts' own MCP configs name are servers.
+    pub read_host_configs: bool,
     pub patterns: PatternLists,
     pub socket: Option<PathBuf>,
     pub state_file: Option<PathBuf>,

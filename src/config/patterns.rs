@@ -71,6 +71,20 @@ struct Texts<'a> {
     exe: Option<&'a str>,
 }
 
+impl<'a> Texts<'a> {
+    fn of(s: &Subject<'a>) -> Texts<'a> {
+        let mut args = s.program.line(s.cmdline);
+        args.truncate(head(&args).len());
+        Texts {
+            program: s.program.name(s.cmdline),
+            args,
+            cmdline_head: head(s.cmdline),
+            cmdline: s.cmdline,
+            exe: s.exe,
+        }
+    }
+}
+
 impl List {
     fn new(list: &[String], default: Target) -> Result<List, String> {
         let mut sets = Vec::new();
@@ -235,10 +249,7 @@ impl Matcher {
     /// Missing a role only ever keeps a tree. `protect` sees the whole
     /// command line, since missing it could not.
     pub fn classify_subject(&self, s: Subject<'_>) -> RoleMatch {
-        let program = s.program.name(s.cmdline);
-        let mut args = s.program.line(s.cmdline);
-        args.truncate(head(&args).len());
-        let x = Texts { program, args, cmdline_head: head(s.cmdline), cmdline: s.cmdline, exe: s.exe };
+        let x = Texts::of(&s);
         let protect = self.protect.first(&x, true);
         let bystander = self.bystanders.first(&x, false).is_some();
         let via = s.program.via;
@@ -266,6 +277,11 @@ impl Matcher {
             .or_else(launcher)
             .or_else(|| found(Role::Adopter, &self.adopters))
             .unwrap_or(RoleMatch { role: Role::Other, pattern: None, protect })
+    }
+
+    /// Whether a process is a bystander (never a server, whatever else says so).
+    pub fn is_bystander(&self, s: Subject<'_>) -> bool {
+        self.bystanders.first(&Texts::of(&s), false).is_some()
     }
 
     /// The pattern text behind a match, for explanations.

@@ -1,5 +1,6 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
+mod hosts;
 pub mod proto;
 
 use std::path::PathBuf;
@@ -50,6 +51,9 @@ pub struct Cli {
 pub enum Command {
     /// Read-only audit of the machine now: every MCP server tree and its verdict.
     Scan(ScanArgs),
+    /// The MCP servers the hosts' own config files name, per user and host, with the files
+    /// (read now, like `scan`; see `[hosts]` in mcp-reaper.toml(5)).
+    Hosts(ScanArgs),
     /// Check a config file; print "ok" or every problem found.
     Validate,
     /// What the running daemon sees and has done.
@@ -125,6 +129,7 @@ pub fn main() -> ExitCode {
     match &cli.command {
         Command::Validate => validate(&cli),
         Command::Scan(args) => scan(&cli, args),
+        Command::Hosts(args) => hosts::hosts(&cli, args),
         Command::Status { json } => status(&cli, *json),
         Command::Reload => reload(&cli),
         Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),
@@ -148,25 +153,28 @@ fn validate(cli: &Cli) -> ExitCode {
     }
 }
 
-fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
-    let cfg = match load_config(&sources(&cli.config), "reaperctl") {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+/// The config and a judgement of the machine now, or the exit code.
+fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<cycle::Assessment, ExitCode> {
+    let cfg = load_config(&sources(&cli.config), "reaperctl")?;
     let grace = read_grace(&cfg);
     let procfs = ProcFs::new(&args.proc_root);
     if let Some(note) = procfs.hidden_notice() {
         eprintln!("reaperctl: note: {note}");
     }
-    let a = match cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now()) {
+    cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now()).map_err(|e| {
+        eprintln!("reaperctl: {e}");
+        ExitCode::from(exit::assess(&e))
+    })
+}
+
+fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
+    let a = match assess_now(cli, args) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("reaperctl: {e}");
-            return ExitCode::from(exit::assess(&e));
-        }
+        Err(code) => return code,
     };
     if args.json {
-        let r = report::json::build(&a);
+        let mut r = report::json::build(&a);
+        r.hosts = Some(crate::hostcfg::report());
         println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
     } else {
         let users = report::human::user_names();

@@ -71,6 +71,7 @@ pub fn assess_snapshot(
         cfg.matcher.classify_cached(Subject { cmdline: &p.cmdline, program: p.program, exe: None }, &mut p.role);
     }
     let mut forest = Forest::build(&snap, &cfg.matcher, scope);
+    crate::hostcfg::apply(procfs, cfg, &snap, &mut forest);
     let inputs = policy::Inputs { config: cfg, grace, now };
     // Round 1 loads tree members and their ancestors; round 2 the subtrees of
     // stale hosts, which join their trees. Roles are refined with exe paths as
@@ -104,6 +105,7 @@ pub fn assess_snapshot(
         let pids: Vec<Pid> = idx.iter().map(|&i| snap.procs[i].pid()).collect();
         procfs.load_details(&mut snap, pids);
         forest.refine_roles(&snap, &cfg.matcher, &idx);
+        crate::hostcfg::apply(procfs, cfg, &snap, &mut forest);
     }
 }
 

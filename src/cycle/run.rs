@@ -24,8 +24,9 @@ pub enum Kind {
     /// when nothing was reaped.
     Once,
     /// One of the daemon's many: the state file is written whenever the
-    /// grace book changed (even if the re-check scan then failed), the totals
-    /// only when something was reaped.
+    /// grace book or the lineage ([`crate::hostcfg::lineage`]) changed
+    /// (even if the re-check scan then failed), the totals only when
+    /// something was reaped.
     Tick,
 }
 
@@ -78,6 +79,7 @@ impl Cycle<'_> {
         let started = Instant::now();
         let now = SystemTime::now();
         let before = memory.book.clone();
+        let lineage = crate::hostcfg::lineage_changes();
         let (procfs, cfg, scope) = (self.procfs, self.cfg, self.scope);
         let judged = procfs
             .read(read)
@@ -88,7 +90,7 @@ impl Cycle<'_> {
         // keeps the grace clocks this cycle started.
         let save = match self.kind {
             Kind::Once => judged.is_ok(),
-            Kind::Tick => memory.book != before,
+            Kind::Tick => memory.book != before || crate::hostcfg::lineage_changes() != lineage,
         };
         let saved = save.then(|| state::save(self.state_file, &memory.book));
         Planned { judged, saved, started }

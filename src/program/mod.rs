@@ -124,6 +124,11 @@ impl Program {
         self.name.of(text)
     }
 
+    /// Where the name lies in the command line (inside the word it came from).
+    pub fn name_span(&self) -> Span {
+        self.name
+    }
+
     /// The program's own arguments (after its script, package or image).
     pub fn args<'a>(&self, text: &'a str) -> &'a str {
         text.get(self.args as usize..).unwrap_or("").trim()

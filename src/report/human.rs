@@ -91,6 +91,12 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
                 let cmd = format!("{}{}", branch(&depths, k), super::printable(&m.cmdline));
                 let used = line.chars().count();
                 let _ = writeln!(out, "{line}{}", cut(&cmd, width, used));
+                if m.configured.is_some()
+                    && let Some(rule) = &m.role_rule
+                {
+                    // Why a process with no MCP-like name is a server.
+                    let _ = writeln!(out, "    {:>7} ↳ {}", m.pid, cut(&super::printable(rule), width, 14));
+                }
             }
         }
         out.push('\n');

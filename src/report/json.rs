@@ -14,6 +14,10 @@ use crate::scan::{FdKind, Process, Snapshot};
 pub struct ScanReport {
     pub trees: Vec<Tree>,
     pub summary: Summary,
+    /// What the hosts' own MCP configs name (`reaperctl hosts --json`), where
+    /// the caller adds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<crate::hostcfg::Report>,
 }
 
 #[derive(Serialize)]
@@ -63,10 +67,35 @@ pub struct Member {
     pub program: String,
     /// How the program was reached: exec, script, inline, package, image, runner, shell.
     pub via: &'static str,
-    /// Why it has its role: the pattern, or `built-in …`; `None` for other.
+    /// Why it has its role: the pattern, `built-in …`, or `configured in
+    /// FILE (KEY)`; `None` for other.
     pub role_rule: Option<String>,
+    /// The host config that names it, when that made it a server.
+    pub configured: Option<ConfiguredIn>,
     /// The facts the verdict rests on.
     pub evidence: Evidence,
+}
+
+/// Where a server was configured, and the host it was seen below.
+#[derive(Serialize)]
+pub struct ConfiguredIn {
+    pub file: String,
+    pub key: String,
+    pub host: Option<String>,
+    pub host_pid: Option<i32>,
+    pub session: Option<String>,
+}
+
+fn configured_in(a: &Assessment, m: usize) -> Option<ConfiguredIn> {
+    let o = a.forest.origins.get(&m)?;
+    let below = o.seen_below.as_ref();
+    Some(ConfiguredIn {
+        file: o.file.clone(),
+        key: o.key.clone(),
+        host: below.map(|b| b.0.clone()),
+        host_pid: below.map(|b| b.1),
+        session: below.and_then(|b| b.2.clone()),
+    })
 }
 
 /// Stdio and service-manager facts of one member (read for the processes a
@@ -97,6 +126,9 @@ fn evidence(p: &Process) -> Evidence {
 pub fn role_rule(a: &Assessment, m: usize) -> Option<String> {
     let r = a.forest.roles[m];
     let p = &a.snapshot.procs[m];
+    if let Some(o) = a.forest.origins.get(&m) {
+        return Some(o.describe());
+    }
     match (r.role, r.pattern) {
         (Role::Other, _) => None,
         (role, Some(i)) => Some(format!("{} pattern '{}'", role.as_str(), a.matcher.pattern_text(role, i))),
@@ -174,6 +206,7 @@ pub fn build(a: &Assessment) -> ScanReport {
                             program: program_name(p),
                             via: p.program.via.as_str(),
                             role_rule: role_rule(a, m),
+                            configured: configured_in(a, m),
                             evidence: evidence(p),
                         }
                     })
@@ -203,5 +236,5 @@ pub fn build(a: &Assessment) -> ScanReport {
         scan_ms: a.scan_duration.as_secs_f64() * 1000.0,
         scope: a.scope.map(super::super::ids::Pid::get),
     };
-    ScanReport { trees, summary }
+    ScanReport { trees, summary, hosts: None }
 }

@@ -240,6 +240,8 @@ pub struct Spec {
     pad_kib: usize,
     /// `"pipe"`, `"socket"`, `"null"` or `"inherit"` (see examples/fakeproc.rs).
     stdio: &'static str,
+    cwd: Option<PathBuf>,
+    env: Vec<(String, String)>,
 }
 
 impl Spec {
@@ -261,7 +263,21 @@ impl Spec {
             flip: Vec::new(),
             pad_kib: 0,
             stdio: "pipe",
+            cwd: None,
+            env: Vec::new(),
         }
+    }
+
+    /// Started in `dir` by its parent.
+    pub fn cwd(mut self, dir: &Path) -> Spec {
+        self.cwd = Some(dir.to_path_buf());
+        self
+    }
+
+    /// Started with `name=value` added to its environment.
+    pub fn env(mut self, name: &str, value: &str) -> Spec {
+        self.env.push((name.to_string(), value.to_string()));
+        self
     }
 
     /// argv with arbitrary bytes (not necessarily UTF-8).
@@ -398,6 +414,8 @@ impl Spec {
             "flip": self.flip,
             "pad_kib": self.pad_kib,
             "stdio": self.stdio,
+            "cwd": self.cwd,
+            "env": self.env,
         })
     }
 
