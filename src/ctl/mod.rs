@@ -1,6 +1,8 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
 pub mod proto;
+pub mod run;
+pub mod session_end;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,6 +73,13 @@ pub enum Command {
     },
     /// Print the daemon's counters in Prometheus text format.
     Metrics,
+    /// Run a host in a session nothing it starts can leave; end what it
+    /// leaves behind when it exits. E.g. `alias claude='reaperctl run -- claude'`.
+    Run(run::RunArgs),
+    /// From a host's session-end hook (JSON on stdin): tell the daemon the
+    /// host is ending on purpose, so its trees are reaped as soon as it
+    /// exits, without grace.
+    SessionEnd(session_end::SessionEndArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -129,6 +138,8 @@ pub fn main() -> ExitCode {
         Command::Reload => reload(&cli),
         Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),
         Command::Metrics => metrics(&cli),
+        Command::Run(args) => run::run(&cli.config, args),
+        Command::SessionEnd(args) => session_end::run(&cli, args),
     }
 }
 
@@ -176,7 +187,7 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
 }
 
 /// Sends one request to the daemon; prints why it failed and returns the exit code.
-fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
+pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
     let path = if let Some(p) = &cli.socket {
         p.clone()
     } else {

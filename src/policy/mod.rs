@@ -211,12 +211,22 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         return j;
     };
     if let Some(how) = adopter(snap, forest, owner) {
-        adopted(snap, &mut j, &how);
+        match run_session(snap, owner, root) {
+            Some(session) => evidence::left_in_session(snap, &mut j, &session),
+            None => adopted(snap, &mut j, &how),
+        }
         return j;
     }
     // Look for a host above the owner, through shells and other links.
     for a in std::iter::once(owner).chain(forest.ancestors(owner)) {
         if adopter(snap, forest, a).is_some() {
+            // Below a run wrapper with no host in between: the host is gone
+            // and everything it left is the session's leftovers.
+            if crate::session::is_run_wrapper(&snap.procs[a].cmdline) {
+                let session = format!("the `reaperctl run` session of pid {}", snap.procs[a].pid());
+                evidence::left_in_session(snap, &mut j, &session);
+                return j;
+            }
             break;
         }
         if forest.role(a) != Role::Host {
@@ -253,6 +263,12 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     let id = snap.procs[j.root].id;
     let first = inp.grace.get(id).unwrap_or(inp.now).min(inp.now);
     j.first_seen = Some(first);
+    if let Some(why) = inp.grace.waiver(id) {
+        if j.reap {
+            j.reason = format!("{}; no grace: {why}", j.reason);
+        }
+        return;
+    }
     let seen_for = inp.now.duration_since(first).unwrap_or_default();
     let grace = inp.config.grace();
     if seen_for < grace && j.reap {
@@ -270,9 +286,27 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     }
 }
 
+/// The `reaperctl run` session a tree adopted by `owner` was left in, if
+/// any: the owner is the session's wrapper (a subreaper: whatever the host
+/// left re-parents to it), or the root is in the session's cgroup (its
+/// wrapper gone too). An exact attribution, not evidence.
+fn run_session(snap: &Snapshot, owner: usize, root: usize) -> Option<String> {
+    let o = &snap.procs[owner];
+    if crate::session::is_run_wrapper(&o.cmdline) {
+        return Some(format!("the `reaperctl run` session of pid {}", o.pid()));
+    }
+    let r = &snap.procs[root];
+    r.details.as_ref().and_then(|d| d.run_session).map(|w| {
+        format!("the `reaperctl run` session cgroup {}{w} (its wrapper is gone)", crate::session::LEAF_PREFIX)
+    })
+}
+
 /// How a process adopts orphans, if it does.
 fn adopter(snap: &Snapshot, forest: &Forest, i: usize) -> Option<String> {
     let p = &snap.procs[i];
+    if crate::session::is_run_wrapper(&p.cmdline) {
+        return Some(format!("the `reaperctl run` wrapper {}", name(p)));
+    }
     if Some(i) == forest.scope {
         return Some(format!("the scope process {}", name(p)));
     }

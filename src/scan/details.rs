@@ -30,11 +30,13 @@ impl ProcFs {
         for (i, slot) in d.fds.iter_mut().enumerate() {
             *slot = readlink_at(&dir, ["fd/0", "fd/1", "fd/2"][i]).map(FdTarget);
         }
-        if read_at(&dir, "cgroup", &mut buf).is_ok()
-            && let Some((v2, path, name)) = parse::cgroup_unit(&String::from_utf8_lossy(&buf))
-        {
-            let main = self.cgroup_oldest(v2, &path, id);
-            d.unit = Some(Unit { name, main });
+        if read_at(&dir, "cgroup", &mut buf).is_ok() {
+            let text = String::from_utf8_lossy(&buf);
+            d.run_session = crate::session::cgroup::v2_path(&text).and_then(|p| crate::session::session_of_cgroup(&p));
+            if let Some((v2, path, name)) = parse::cgroup_unit(&text) {
+                let main = self.cgroup_oldest(v2, &path, id);
+                d.unit = Some(Unit { name, main });
+            }
         }
         Some(d)
     }

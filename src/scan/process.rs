@@ -119,6 +119,8 @@ pub struct Details {
     pub fds: [Option<FdTarget>; 3],
     /// Its systemd unit, when its cgroup path names one.
     pub unit: Option<Unit>,
+    /// The wrapper pid of the `reaperctl run` session whose cgroup it is in.
+    pub run_session: Option<i32>,
 }
 
 impl Details {

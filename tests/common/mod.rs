@@ -222,6 +222,7 @@ pub struct Spec {
     pad_kib: usize,
     /// `"pipe"`, `"socket"`, `"null"` or `"inherit"` (see examples/fakeproc.rs).
     stdio: &'static str,
+    hook: Option<Value>,
 }
 
 impl Spec {
@@ -243,6 +244,7 @@ impl Spec {
             flip: Vec::new(),
             pad_kib: 0,
             stdio: "pipe",
+            hook: None,
         }
     }
 
@@ -362,6 +364,14 @@ impl Spec {
         self
     }
 
+    /// On SIGUSR1 (once, after ready), runs the real program `argv` with
+    /// `stdin` on its stdin, as a host runs a hook, and writes
+    /// `{"code", "stdout", "stderr"}` to `report` when it exited.
+    pub fn hook(mut self, argv: &[&str], stdin: &str, report: &Path) -> Spec {
+        self.hook = Some(json!({"argv": argv, "stdin": stdin, "report": report}));
+        self
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "argv": self.argv,
@@ -380,6 +390,7 @@ impl Spec {
             "flip": self.flip,
             "pad_kib": self.pad_kib,
             "stdio": self.stdio,
+            "hook": self.hook,
         })
     }
 
