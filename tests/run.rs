@@ -292,13 +292,32 @@ fn scan_names_a_leftover_an_orphan_of_its_session() {
     assert!(!alive(daemonized));
 }
 
-/// The daemon lists a session with its members.
+/// The daemon lists a session with its host, members and memory.
 #[test]
 fn status_lists_run_sessions() {
     let dir = TempDir::new("run-status-list");
     let cfg = config(&dir);
-    let sb = Sandbox::new(vec![]);
-    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
-    let _ = d;
-    let _: Option<Value> = None;
+    let host = Spec::new(&["claude"])
+        .child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]).child(Spec::new(&["node", "/x/playwright-mcp"])));
+    let mut w = Wrapped::start(&cfg, &["--grace", "0"], &host, dir);
+    w.wait_ready(3);
+    let host = w.pid_of("claude");
+    // Scoped to the wrapper, and signalling nothing.
+    let d = Daemon::start_in(w.pid(), &cfg, w.dir.path(), &Launch::with_args(&["--dry-run"]));
+    let st = d.status_until(Duration::from_secs(10), "the session listed", |st| {
+        st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == w.pid()))
+    });
+    let r = st["run_sessions"].as_array().unwrap().iter().find(|r| r["wrapper_pid"] == w.pid()).unwrap().clone();
+    assert_eq!(r["host_pid"], host, "{r:#}");
+    assert_eq!(r["members"], 3, "{r:#}");
+    assert!(r["memory_bytes"].as_u64().unwrap() > 0, "{r:#}");
+    if let Some(cg) = r["cgroup"].as_str() {
+        assert!(cg.ends_with(&format!("mcp-reaper-run-{}", w.pid())), "{r:#}");
+    }
+    let human = d.ctl(&["status"]);
+    assert!(text(&human.stdout).contains("run sessions:"), "{}", text(&human.stdout));
+    drop(d);
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
 }

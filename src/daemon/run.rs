@@ -147,6 +147,7 @@ impl Daemon {
             totals: Totals::default(),
             recent: VecDeque::new(),
             self_uid: rustix::process::getuid().as_raw(),
+            run_sessions: Vec::new(),
         }));
         let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
         let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));

@@ -7,6 +7,7 @@
 
 pub mod cgroup;
 pub mod leftovers;
+pub mod status;
 
 /// The prefix of a session's cgroup leaf (`mcp-reaper-run-<wrapper pid>`,
 /// with `.scope` when systemd made it).
