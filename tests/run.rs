@@ -18,7 +18,6 @@ use common::{
     wait_until,
 };
 use rustix::process::Signal;
-use serde_json::Value;
 
 const REAPERCTL: &str = env!("CARGO_BIN_EXE_reaperctl");
 
@@ -251,7 +250,8 @@ fn memory_max_is_applied_or_refused() {
     let dir = TempDir::new("run-mem");
     let cfg = config(&dir);
     let mut w = Wrapped::start(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
-    let ready_or_exit = wait_until(Duration::from_secs(10), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
+    let ready_or_exit =
+        wait_until(Duration::from_secs(10), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
     assert!(ready_or_exit);
     if w.ready().is_empty() {
         // No memory controller in the v2 hierarchy (a hybrid system): refused, never run without.

@@ -1,4 +1,4 @@
-//! `reaperctl session-end`, run the way a host runs its SessionEnd hook (a
+//! `reaperctl session-end`, run the way a host runs its `SessionEnd` hook (a
 //! child of the host, the hook's JSON on stdin): the daemon reaps the host's
 //! trees as soon as it exits, without grace; without a daemon, exit 69.
 //!
@@ -14,7 +14,7 @@ use rustix::process::Signal;
 use serde_json::Value;
 
 const REAPERCTL: &str = env!("CARGO_BIN_EXE_reaperctl");
-/// What Claude Code writes to a SessionEnd hook's stdin.
+/// What Claude Code writes to a `SessionEnd` hook's stdin.
 const HOOK_INPUT: &str = r#"{"session_id":"8f2c","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"SessionEnd","reason":"prompt_input_exit"}"#;
 
 /// The report a stand-in host wrote for its hook, once it did.
@@ -29,7 +29,10 @@ fn hook_report(path: &Path) -> Value {
 fn host_with_hook(argv: &[&str], tag: &str, socket: &Path, report: &Path, config: &Path) -> Spec {
     let hook = [REAPERCTL, "--config", &s(config.display()), "--socket", &s(socket.display()), "session-end"];
     Spec::new(argv)
-        .child(Spec::new(&["npm", "exec", &format!("@playwright/mcp@{tag}")]).child(Spec::new(&["node", &format!("/x/{tag}/playwright-mcp")])))
+        .child(
+            Spec::new(&["npm", "exec", &format!("@playwright/mcp@{tag}")])
+                .child(Spec::new(&["node", &format!("/x/{tag}/playwright-mcp")])),
+        )
         .hook(&hook, HOOK_INPUT, report)
 }
 
@@ -41,14 +44,26 @@ fn trees_of_a_host_that_ended_its_session_go_as_soon_as_it_exits() {
     let socket = dir.path().join("control.sock");
     let report = dir.path().join("hook.json");
     let ending = host_with_hook(&["claude", "--resume"], "ending", &socket, &report, &cfg);
-    let other = Spec::new(&["claude", "--continue"])
-        .child(Spec::new(&["npm", "exec", "@playwright/mcp@other"]).child(Spec::new(&["node", "/x/other/playwright-mcp"])));
+    let other = Spec::new(&["claude", "--continue"]).child(
+        Spec::new(&["npm", "exec", "@playwright/mcp@other"]).child(Spec::new(&["node", "/x/other/playwright-mcp"])),
+    );
     let sb = Sandbox::new(vec![ending, other]);
-    let d = Daemon::start(sb.scope_pid(), &cfg, &socket, &dir.path().join("state.json"), &dir.path().join("d.log"), &Launch::default());
-    let (host, npm, node) = (sb.pid_of("claude --resume"), sb.pid_of("npm exec @playwright/mcp@ending"), sb.pid_of("node /x/ending"));
-    let (host2, npm2, node2) = (sb.pid_of("claude --continue"), sb.pid_of("npm exec @playwright/mcp@other"), sb.pid_of("node /x/other"));
+    let d = Daemon::start(
+        sb.scope_pid(),
+        &cfg,
+        &socket,
+        &dir.path().join("state.json"),
+        &dir.path().join("d.log"),
+        &Launch::default(),
+    );
+    let (host, npm, node) =
+        (sb.pid_of("claude --resume"), sb.pid_of("npm exec @playwright/mcp@ending"), sb.pid_of("node /x/ending"));
+    let (host2, npm2, node2) =
+        (sb.pid_of("claude --continue"), sb.pid_of("npm exec @playwright/mcp@other"), sb.pid_of("node /x/other"));
     d.status_until(Duration::from_secs(10), "both trees live", |st| {
-        [npm, npm2].iter().all(|&r| st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == r && t["verdict"] == "live")))
+        [npm, npm2].iter().all(|&r| {
+            st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == r && t["verdict"] == "live"))
+        })
     });
 
     // Someone who is not below the host may not end its session.

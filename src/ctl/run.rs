@@ -29,7 +29,7 @@ use crate::{exit, session, sys};
 pub struct RunArgs {
     /// Seconds the session's leftovers get after the host exits, before
     /// they are sent SIGTERM (then SIGKILL after the configured
-    /// term_timeout_secs). The wrapper returns as soon as nothing is left.
+    /// `term_timeout_secs`). The wrapper returns as soon as nothing is left.
     #[arg(long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_secs)]
     pub grace: f64,
     /// Limit the session's memory (cgroup memory.max), e.g. 4G, 512M,
@@ -125,16 +125,17 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
     let host = Pid::new(child.id().cast_signed()).expect("a child's pid is positive");
     let session = match plan {
         Plan::Leaf(leaf) => Session::Cgroup(leaf),
-        Plan::Systemd => match systemd_leaf(host, wrapper) {
-            Some(leaf) => Session::Cgroup(leaf),
-            None => {
+        Plan::Systemd => {
+            if let Some(leaf) = systemd_leaf(host, wrapper) {
+                Session::Cgroup(leaf)
+            } else {
                 eprintln!(
                     "reaperctl run: warning: the host did not appear in a transient systemd scope; \
                      the session is the wrapper's descendants only"
                 );
                 Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid"))
             }
-        },
+        }
         Plan::Subreaper => Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid")),
     };
     let procfs = ProcFs::new("/proc");
@@ -344,7 +345,6 @@ fn wait_grace(
         let ts = rustix::fs::Timespec { tv_sec: 0, tv_nsec: i64::from(step.subsec_nanos()) };
         let mut fds = [PollFd::new(sigfd, PollFlags::IN)];
         if rustix::event::poll(&mut fds, Some(&ts)).unwrap_or(0) > 0 {
-            drop(fds);
             while let Some((signo, _)) = read_signal(sigfd) {
                 if FORWARD.iter().any(|s| s.as_raw() == signo && *s != Signal::WINCH) {
                     return true;

@@ -253,7 +253,7 @@ async fn handle(
             let procfs = crate::scan::ProcFs::new(&shared.borrow().args.proc_root);
             let host = match super::endings::check(&procfs, uid, pid, privileged, host_pid, host_start_time) {
                 Ok(h) => h,
-                Err(reply) => return reply,
+                Err((kind, msg)) => return Reply::error(kind, msg),
             };
             let (tx, rx) = oneshot::channel();
             let req = LoopRequest::SessionEnd { host, session_id, reason, reply: tx };

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 
-use crate::ctl::proto::{ErrorKind, Reply};
+use crate::ctl::proto::ErrorKind;
 use crate::cycle::Assessment;
 use crate::ids::{Identity, Pid, StartTime};
 use crate::policy::GraceBook;
@@ -34,15 +34,15 @@ pub fn check(
     privileged: bool,
     host_pid: i32,
     host_start: u64,
-) -> Result<Identity, Reply> {
-    let host = Pid::new(host_pid).ok_or_else(|| Reply::error(ErrorKind::BadRequest, "not a process id"))?;
+) -> Result<Identity, (ErrorKind, String)> {
+    let host = Pid::new(host_pid).ok_or((ErrorKind::BadRequest, "not a process id".to_string()))?;
     let st = procfs.stat(host).filter(|s| s.start_time == host_start && !matches!(s.state, b'Z' | b'X'));
     if st.is_none() {
-        return Err(Reply::error(ErrorKind::BadRequest, format!("host {host_pid} is not running (any more)")));
+        return Err((ErrorKind::BadRequest, format!("host {host_pid} is not running (any more)")));
     }
     let owner = std::fs::metadata(procfs.root().join(host_pid.to_string())).map(|m| m.uid()).ok();
     if !privileged && owner != Some(peer_uid) {
-        return Err(Reply::error(ErrorKind::PermissionDenied, "permission denied: the host belongs to another user"));
+        return Err((ErrorKind::PermissionDenied, "permission denied: the host belongs to another user".into()));
     }
     let mut cur = Pid::new(peer_pid);
     for _ in 0..MAX_DEPTH {
@@ -53,7 +53,7 @@ pub fn check(
         }
         cur = Pid::new(s.ppid);
     }
-    Err(Reply::error(
+    Err((
         ErrorKind::PermissionDenied,
         format!("permission denied: the caller (pid {peer_pid}) is not a descendant of host {host_pid}"),
     ))
@@ -90,5 +90,4 @@ impl Endings {
         }
         book.retain_waived(alive);
     }
-
 }

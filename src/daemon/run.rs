@@ -33,7 +33,10 @@ use crate::{exit, state, sys};
 /// Requests from the control socket to the loop.
 pub enum LoopRequest {
     Reload(oneshot::Sender<ReloadResult>),
-    ReapNow { dry_run: bool, reply: oneshot::Sender<ReapResult> },
+    ReapNow {
+        dry_run: bool,
+        reply: oneshot::Sender<ReapResult>,
+    },
     /// A host ends its session (checked by the control socket).
     SessionEnd {
         host: crate::ids::Identity,
@@ -297,7 +300,8 @@ impl Daemon {
                 Step::Scan { asked: Some((dry_run, reply)) }
             }
             Some(LoopRequest::SessionEnd { host, session_id, reason, reply }) => {
-                let name = self.procfs.process(host.pid).map_or_else(|| host.pid.to_string(), |p| crate::names::name(&p));
+                let name =
+                    self.procfs.process(host.pid).map_or_else(|| host.pid.to_string(), |p| crate::names::name(&p));
                 let short = |t: &str| crate::names::printable(&t.chars().take(64).collect::<String>()).into_owned();
                 let why = format!(
                     "its host {name} ended its session{}",

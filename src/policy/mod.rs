@@ -296,9 +296,10 @@ fn run_session(snap: &Snapshot, owner: usize, root: usize) -> Option<String> {
         return Some(format!("the `reaperctl run` session of pid {}", o.pid()));
     }
     let r = &snap.procs[root];
-    r.details.as_ref().and_then(|d| d.run_session).map(|w| {
-        format!("the `reaperctl run` session cgroup {}{w} (its wrapper is gone)", crate::session::LEAF_PREFIX)
-    })
+    r.details
+        .as_ref()
+        .and_then(|d| d.run_session)
+        .map(|w| format!("the `reaperctl run` session cgroup {}{w} (its wrapper is gone)", crate::session::LEAF_PREFIX))
 }
 
 /// How a process adopts orphans, if it does.

@@ -154,14 +154,16 @@ impl Leaf {
         if self.by_systemd {
             return Ok(());
         }
-        fn rm(d: &Path) -> io::Result<()> {
-            for s in subdirs(d) {
-                rm(&s)?;
-            }
-            std::fs::remove_dir(d)
-        }
-        rm(&self.dir)
+        remove_tree(&self.dir)
     }
+}
+
+/// Removes an empty cgroup and the empty cgroups below it, deepest first.
+fn remove_tree(d: &Path) -> io::Result<()> {
+    for s in subdirs(d) {
+        remove_tree(&s)?;
+    }
+    std::fs::remove_dir(d)
 }
 
 fn subdirs(d: &Path) -> Vec<PathBuf> {
