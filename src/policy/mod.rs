@@ -347,4 +347,6 @@ mod evidence_tests;
 #[cfg(test)]
 mod guard_tests;
 #[cfg(test)]
+mod session_tests;
+#[cfg(test)]
 mod tests;

@@ -17,7 +17,7 @@ pub(super) struct World {
     pub(super) ctx: Context,
     cfg: Config,
     scope: Option<Pid>,
-    book: GraceBook,
+    pub(super) book: GraceBook,
     now: SystemTime,
 }
 
