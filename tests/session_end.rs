@@ -75,7 +75,8 @@ fn trees_of_a_host_that_ended_its_session_go_as_soon_as_it_exits() {
     sb.signal(host, Signal::USR1);
     let r = hook_report(&report);
     assert_eq!(r["code"], 0, "{r:#}\n{}", d.log_text());
-    assert!(r["stdout"].as_str().unwrap().contains("reaped as soon as it exits"), "{r:#}");
+    assert!(r["stderr"].as_str().unwrap().contains("reaped as soon as it exits"), "{r:#}");
+    assert_eq!(r["stdout"], "", "a hook's stdout is the host's to parse: {r:#}");
 
     sb.kill_host(host);
     sb.kill_host(host2);

@@ -27,9 +27,11 @@ use crate::scan::ProcFs;
         `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
         `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket.",
     after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running (or is stopping), \
-        70 internal error, 72 /proc cannot be read, 75 the daemon is busy (try again), \
+        70 internal error, 71 `run` cannot set up the session as asked, 72 /proc cannot be read, 75 the daemon is busy (try again), \
         76 the daemon did not understand the request, \
-        77 permission denied, 78 configuration error (or `validate` found problems).\n\n\
+        77 permission denied, 78 configuration error (or `validate` found problems). \
+        `run` otherwise exits with the host's status (128 + signal when a signal ended it; \
+        127 when the host is not found, 126 when it cannot be run).\n\n\
         See mcp-reaperd(8) and mcp-reaper.toml(5)."
 )]
 pub struct Cli {

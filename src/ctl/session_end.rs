@@ -71,7 +71,9 @@ pub fn run(cli: &Cli, args: &SessionEndArgs) -> ExitCode {
     match super::ask(cli, cmd, std::time::Duration::from_secs(30)) {
         Ok(r) => {
             let n = r.session_end.map_or(0, |s| s.children);
-            println!(
+            // stderr: a hook's stdout is the host's to parse (Gemini CLI
+            // takes it for JSON).
+            eprintln!(
                 "mcp-reaper: the trees of {} are reaped as soon as it exits ({n} child process(es) now)",
                 crate::names::name(&host)
             );
