@@ -39,6 +39,11 @@ struct Wrapped {
 impl Wrapped {
     /// `reaperctl --config C run ARGS -- fakeproc` with `host` as the spec.
     fn start(config: &Path, args: &[&str], host: &Spec, dir: TempDir) -> Wrapped {
+        Wrapped::start_program(config, args, fakeproc_path(), host, dir)
+    }
+
+    /// [`Wrapped::start`] through `program` (a symlink to fakeproc).
+    fn start_program(config: &Path, args: &[&str], program: &Path, host: &Spec, dir: TempDir) -> Wrapped {
         contain();
         let ready = dir.path().join("ready");
         let notes = dir.path().join("notes");
@@ -50,7 +55,7 @@ impl Wrapped {
             .arg("run")
             .args(args)
             .arg("--")
-            .arg(fakeproc_path())
+            .arg(program)
             .env("FAKEPROC", host.to_json().to_string())
             .env("FAKEPROC_READY", &ready)
             .env("FAKEPROC_NOTES", &notes)
@@ -290,6 +295,28 @@ fn scan_names_a_leftover_an_orphan_of_its_session() {
     assert_eq!(st.code(), Some(0), "{err}");
     assert!(err.contains("grace cut short"), "{err}");
     assert!(!alive(daemonized));
+}
+
+/// A server run by the wrapper itself is its host, never a leftover: the
+/// wrapper shows which child is its host (the pidfd it holds).
+#[test]
+fn a_server_run_directly_is_the_sessions_host_and_kept() {
+    let dir = TempDir::new("run-server");
+    let cfg = config(&dir);
+    // Through a symlink named like a server: its argv[0] is that name.
+    let link = dir.path().join("mcp-server-memory");
+    std::os::unix::fs::symlink(fakeproc_path(), &link).unwrap();
+    let server = Spec::new(&["mcp-server-memory"]).child(Spec::new(&["node", "/x/helper.js"]));
+    let mut w = Wrapped::start_program(&cfg, &["--grace", "0"], &link, &server, dir);
+    w.wait_ready(2);
+    let npm = w.pid_of("mcp-server-memory");
+    let v = common::scan_json(&cfg, &["--scope", &s(w.pid())]);
+    let t = common::tree_rooted_at(&v, npm);
+    assert_eq!(t["verdict"], "live", "{t:#}");
+    assert!(t["reason"].as_str().unwrap().contains("is the host `reaperctl run`"), "{t:#}");
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
 }
 
 /// The daemon lists a session with its host, members and memory.

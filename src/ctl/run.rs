@@ -123,6 +123,9 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
     };
     drop(cmd); // the parent's copy of the cgroup.procs fd
     let host = Pid::new(child.id().cast_signed()).expect("a child's pid is positive");
+    // Held while the host lives (and only then): the daemon and `scan` read
+    // from it which child is the host (see `session::host_of_wrapper`).
+    let pidfd = sys::pidfd_open(host).ok();
     let session = match plan {
         Plan::Leaf(leaf) => Session::Cgroup(leaf),
         Plan::Systemd => {
@@ -139,7 +142,8 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         Plan::Subreaper => Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid")),
     };
     let procfs = ProcFs::new("/proc");
-    let status = supervise(&mut child, host, &sigfd, &procfs, wrapper);
+    let status = supervise(&mut child, host, pidfd.as_ref(), &sigfd, &procfs, wrapper);
+    drop(pidfd);
     let reap_zombies = || reap_adopted(&procfs, wrapper, None);
     let interrupted = wait_grace(&session, &procfs, &sigfd, Duration::from_secs_f64(args.grace), &reap_zombies);
     let settings = Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_secs(1), dry_run: false };
@@ -263,12 +267,18 @@ fn systemd_leaf(host: Pid, wrapper: u32) -> Option<Leaf> {
 
 /// Passes signals on until the host exits; returns its exit status (its
 /// code, or 128 + the signal that ended it).
-fn supervise(child: &mut Child, host: Pid, sigfd: &std::os::fd::OwnedFd, procfs: &ProcFs, wrapper: u32) -> u8 {
-    let pidfd = sys::pidfd_open(host).ok();
+fn supervise(
+    child: &mut Child,
+    host: Pid,
+    pidfd: Option<&std::os::fd::OwnedFd>,
+    sigfd: &std::os::fd::OwnedFd,
+    procfs: &ProcFs,
+    wrapper: u32,
+) -> u8 {
     let my_pgid = rustix::process::getpgrp();
     loop {
         let mut fds = vec![PollFd::new(sigfd, PollFlags::IN)];
-        if let Some(p) = &pidfd {
+        if let Some(p) = pidfd {
             fds.push(PollFd::new(p, PollFlags::IN));
         }
         // Without a pidfd (a kernel before 5.3), look every 100 ms.
@@ -289,7 +299,7 @@ fn supervise(child: &mut Child, host: Pid, sigfd: &std::os::fd::OwnedFd, procfs:
                 if code == SI_KERNEL && host_pgid == Some(my_pgid) {
                     continue;
                 }
-                if let Some(p) = &pidfd {
+                if let Some(p) = pidfd {
                     let _ = sys::pidfd_signal(p.as_fd(), sig);
                 }
             }

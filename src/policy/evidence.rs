@@ -48,7 +48,7 @@ pub(super) fn left_in_session(snap: &Snapshot, j: &mut Judgement, session: &str)
     j.candidate = true;
     j.reap = true;
     let root = program_ref(&snap.procs[j.root]);
-    j.reason = format!("{root} was left in {session} after its host exited: an orphan of that session");
+    j.reason = format!("{root} was left in {session}: an orphan of that session");
 }
 
 /// The kind of link (pipe, socket) a server's fd 0 or 1 has, if any.

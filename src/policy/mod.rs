@@ -5,6 +5,7 @@ mod assessment;
 mod evidence;
 pub(crate) mod grace;
 mod guard;
+mod session;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -21,6 +22,7 @@ pub use assessment::Assessment;
 use evidence::adopted;
 pub use grace::GraceBook;
 use guard::Guard;
+use session::Below;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -211,20 +213,27 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         return j;
     };
     if let Some(how) = adopter(snap, forest, owner) {
-        match run_session(snap, owner, root) {
-            Some(session) => evidence::left_in_session(snap, &mut j, &session),
-            None => adopted(snap, &mut j, &how),
+        match session::below(snap, owner, root) {
+            Some(Below::Leftover(s)) => evidence::left_in_session(snap, &mut j, &s),
+            Some(Below::Host(why)) => {
+                j.verdict = Verdict::Live;
+                j.reason = why;
+            }
+            None => {
+                adopted(snap, &mut j, &how);
+                session::note_cgroup(snap, &mut j);
+            }
         }
         return j;
     }
     // Look for a host above the owner, through shells and other links.
+    let mut below = root;
     for a in std::iter::once(owner).chain(forest.ancestors(owner)) {
+        let child = std::mem::replace(&mut below, a);
         if adopter(snap, forest, a).is_some() {
-            // Below a run wrapper with no host in between: the host is gone
-            // and everything it left is the session's leftovers.
-            if crate::session::is_run_wrapper(&snap.procs[a].cmdline) {
-                let session = format!("the `reaperctl run` session of pid {}", snap.procs[a].pid());
-                evidence::left_in_session(snap, &mut j, &session);
+            // Below a run wrapper, not through its host: left in its session.
+            if let Some(Below::Leftover(s)) = session::below(snap, a, child) {
+                evidence::left_in_session(snap, &mut j, &s);
                 return j;
             }
             break;
@@ -284,22 +293,6 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
             left.as_secs() + u64::from(left.subsec_nanos() > 0) // rounded up
         );
     }
-}
-
-/// The `reaperctl run` session a tree adopted by `owner` was left in, if
-/// any: the owner is the session's wrapper (a subreaper: whatever the host
-/// left re-parents to it), or the root is in the session's cgroup (its
-/// wrapper gone too). An exact attribution, not evidence.
-fn run_session(snap: &Snapshot, owner: usize, root: usize) -> Option<String> {
-    let o = &snap.procs[owner];
-    if crate::session::is_run_wrapper(&o.cmdline) {
-        return Some(format!("the `reaperctl run` session of pid {}", o.pid()));
-    }
-    let r = &snap.procs[root];
-    r.details
-        .as_ref()
-        .and_then(|d| d.run_session)
-        .map(|w| format!("the `reaperctl run` session cgroup {}{w} (its wrapper is gone)", crate::session::LEAF_PREFIX))
 }
 
 /// How a process adopts orphans, if it does.

@@ -80,6 +80,7 @@ impl World {
                 ],
                 unit: None,
                 run_session: None,
+                run_host: None,
             })),
             role: None,
             dir_ino: 0,

@@ -84,7 +84,11 @@ impl ProcFs {
             }
             // A process that vanished or was replaced keeps an empty Details:
             // every fact unknown, which the policy treats as "don't touch".
-            p.details = Some(Box::new(self.details(p.id).unwrap_or_default()));
+            let mut d = self.details(p.id).unwrap_or_default();
+            if crate::session::is_run_wrapper(&p.cmdline) {
+                d.run_host = crate::session::host_of_wrapper(self.root(), pid);
+            }
+            p.details = Some(Box::new(d));
         }
     }
 }

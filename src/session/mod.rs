@@ -53,6 +53,23 @@ pub fn is_run_wrapper(cmdline: &str) -> bool {
     false
 }
 
+/// The host a live wrapper runs, as the wrapper shows it: the pid its
+/// pidfd of the host refers to (`Pid:` in the fd's fdinfo), 0 when it holds
+/// no pidfd (the host is gone: the wrapper drops it once it has waited for
+/// the host). `None` when its fds cannot be read.
+pub fn host_of_wrapper(proc_root: &std::path::Path, wrapper: crate::ids::Pid) -> Option<i32> {
+    let dir = proc_root.join(wrapper.to_string());
+    let fds = std::fs::read_dir(dir.join("fd")).ok()?;
+    for e in fds.flatten() {
+        if std::fs::read_link(e.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:[pidfd]") {
+            let info = std::fs::read_to_string(dir.join("fdinfo").join(e.file_name())).ok()?;
+            let pid = info.lines().find_map(|l| l.strip_prefix("Pid:"))?.trim().parse::<i32>().ok()?;
+            return Some(pid.max(0));
+        }
+    }
+    Some(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
