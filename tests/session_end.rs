@@ -109,6 +109,22 @@ fn without_a_daemon_session_end_exits_69() {
 }
 
 #[test]
+fn a_clear_is_no_ending() {
+    let dir = TempDir::new("session-end-clear");
+    let cfg = dir.config(0, "");
+    let report = dir.path().join("hook.json");
+    let socket = dir.path().join("nobody-listens.sock");
+    let clear = HOOK_INPUT.replace("prompt_input_exit", "clear");
+    let hook = [REAPERCTL, "--config", &s(cfg.display()), "--socket", &s(socket.display()), "session-end"];
+    let sb = Sandbox::new(vec![Spec::new(&["claude"]).hook(&hook, &clear, &report)]);
+    sb.signal(sb.pid_of("claude"), Signal::USR1);
+    let r = hook_report(&report);
+    // Not even asked: no daemon is needed to do nothing.
+    assert_eq!(r["code"], 0, "{r:#}");
+    assert!(r["stderr"].as_str().unwrap().contains("nothing to do"), "{r:#}");
+}
+
+#[test]
 fn session_end_from_a_process_that_is_not_a_hosts_child_fails() {
     let dir = TempDir::new("session-end-nohost");
     // Only a name no ancestor of this test has is a host.

@@ -25,7 +25,9 @@ use crate::scan::ProcFs;
     about = "Inspect and control mcp-reaper",
     long_about = "Inspect and control mcp-reaper.\n\n\
         `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
-        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket.",
+        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket. `run` starts a host \
+        in a session of its own and ends what it leaves behind; `session-end`, from a host's session-end \
+        hook, has the daemon reap the host's trees the moment it exits.",
     after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running (or is stopping), \
         70 internal error, 71 `run` cannot set up the session as asked, 72 /proc cannot be read, 75 the daemon is busy (try again), \
         76 the daemon did not understand the request, \

@@ -31,6 +31,9 @@ struct HookInput {
     hook_event_name: Option<String>,
     #[serde(default)]
     reason: Option<String>,
+    /// Gemini CLI's name for the reason.
+    #[serde(default)]
+    trigger: Option<String>,
 }
 
 /// Stdin is at most this long: a hook's input is a few hundred bytes.
@@ -49,6 +52,11 @@ pub fn run(cli: &Cli, args: &SessionEndArgs) -> ExitCode {
     if let Some(ev) = input.hook_event_name.as_deref().filter(|e| *e != "SessionEnd") {
         eprintln!("reaperctl session-end: note: called for hook event {ev:?}, not SessionEnd");
     }
+    let reason = input.reason.or(input.trigger);
+    if reason.as_deref() == Some("clear") {
+        eprintln!("reaperctl session-end: the host goes on after a clear; nothing to do");
+        return ExitCode::from(exit::OK);
+    }
     let cfg = Config::load(&super::sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
     let procfs = ProcFs::new("/proc");
     let host = match args.host {
@@ -66,7 +74,7 @@ pub fn run(cli: &Cli, args: &SessionEndArgs) -> ExitCode {
         host_pid: host.pid().get(),
         host_start_time: host.id.start_time.0,
         session_id: input.session_id,
-        reason: input.reason,
+        reason,
     };
     match super::ask(cli, cmd, std::time::Duration::from_secs(30)) {
         Ok(r) => {
