@@ -22,7 +22,7 @@ use crate::ids::Pid;
 use crate::reap::Settings;
 use crate::scan::ProcFs;
 use crate::session::cgroup::{Hierarchy, Leaf};
-use crate::session::leftovers::Session;
+use crate::session::leftovers::{Ended, Session};
 use crate::{exit, session, sys};
 
 #[derive(clap::Args, Debug)]
@@ -83,11 +83,6 @@ const FORWARD: [Signal; 7] =
 const SI_KERNEL: i32 = 0x80;
 
 pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
-    let cfg = Config::load(&super::sources(config)).unwrap_or_else(|errs| {
-        let first = errs.0.first().map(ToString::to_string).unwrap_or_default();
-        eprintln!("reaperctl run: warning: config not loaded ({first}); using the defaults");
-        Config::embedded()
-    });
     let me = rustix::process::getpid();
     // Before the host exists: anything it orphans, at any depth, comes here.
     if let Err(e) = rustix::process::set_child_subreaper(Some(me)) {
@@ -146,9 +141,19 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
     drop(pidfd);
     let reap_zombies = || reap_adopted(&procfs, wrapper, None);
     let interrupted = wait_grace(&session, &procfs, &sigfd, Duration::from_secs_f64(args.grace), &reap_zombies);
-    let settings = Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_secs(1), dry_run: false };
     let what = format!("{host_name} (pid {host})");
-    let ended = session.end(&procfs, &settings, &what, &reap_zombies);
+    let ended = if session.members(&procfs).is_empty() {
+        Ended::default()
+    } else {
+        // Only now: compiling the config's patterns would delay every host's start.
+        let cfg = Config::load(&super::sources(config)).unwrap_or_else(|errs| {
+            let first = errs.0.first().map(ToString::to_string).unwrap_or_default();
+            eprintln!("reaperctl run: warning: config not loaded ({first}); using the defaults");
+            Config::embedded()
+        });
+        let settings = Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_secs(1), dry_run: false };
+        session.end(&procfs, &settings, &what, &reap_zombies)
+    };
     if ended.found > 0 {
         eprintln!(
             "reaperctl run: ended {} of {} process(es) {host_name} left behind{}{}{}",
