@@ -235,6 +235,39 @@ fn exit_status_is_the_hosts() {
 }
 
 #[test]
+fn without_cgroup_access_it_falls_back_with_a_warning() {
+    let dir = TempDir::new("run-noaccess");
+    let cfg = config(&dir);
+    let run = |pre: &[&str], args: &[&str]| {
+        let mut c = Command::new(pre.first().copied().unwrap_or(REAPERCTL));
+        if !pre.is_empty() {
+            c.args(&pre[1..]).arg(REAPERCTL);
+        }
+        c.arg("--config").arg(&cfg).arg("run").args(args).args(["--", "sh", "-c", "exit 3"]);
+        c.stdin(Stdio::null()).output().expect("running reaperctl run")
+    };
+    let out = run(&[], &["--cgroup-parent", "/nonexistent/cgroup", "--grace", "0"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("Falling back to a subreaper session"), "{}", text(&out.stderr));
+    // Asked for a memory limit, it refuses instead.
+    let out = run(&[], &["--cgroup-parent", "/nonexistent/cgroup", "--memory-max", "1G"]);
+    assert_eq!(out.status.code(), Some(71), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--memory-max needs a cgroup"), "{}", text(&out.stderr));
+    // A user who may not write to their cgroup (nobody, in root's).
+    let setpriv = common::find_tool("setpriv");
+    if !is_root() || setpriv.is_none() || !common::world_executable(Path::new(REAPERCTL)) {
+        return skip("without_cgroup_access (as nobody)", "needs root, setpriv and a world-executable reaperctl");
+    }
+    let setpriv = s(setpriv.unwrap().display());
+    let out = run(&[&setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", "--"], &["--grace", "0"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    if !err.contains("Falling back") {
+        return skip("without_cgroup_access (as nobody)", &format!("nobody may make a cgroup here: {err}"));
+    }
+}
+
+#[test]
 fn sigint_to_the_wrapper_reaches_the_host() {
     let dir = TempDir::new("run-int");
     let cfg = config(&dir);
