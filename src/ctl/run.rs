@@ -8,13 +8,10 @@
 //! directly, and only signals sent to the wrapper itself are forwarded.
 
 use std::ffi::OsString;
-use std::os::fd::AsFd;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitCode};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags};
 use rustix::process::Signal;
 
 use crate::config::Config;
@@ -23,6 +20,7 @@ use crate::reap::Settings;
 use crate::scan::ProcFs;
 use crate::session::cgroup::{Hierarchy, Leaf};
 use crate::session::leftovers::{Ended, Session};
+use crate::session::supervise::{FORWARD, reap_adopted, supervise, wait_grace};
 use crate::{exit, session, sys};
 
 #[derive(clap::Args, Debug)]
@@ -73,14 +71,6 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     };
     n.checked_mul(1 << shift).filter(|&b| b > 0).ok_or_else(|| format!("size out of range: {s:?}"))
 }
-
-/// Signals the wrapper passes on to the host. SIGCHLD is read too (never
-/// passed on): leftovers adopted by the wrapper are waited for when they die.
-const FORWARD: [Signal; 7] =
-    [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT, Signal::USR1, Signal::USR2, Signal::WINCH];
-/// `si_code` of a signal the kernel sent (a terminal's Ctrl-C, hangup,
-/// resize): it went to the whole foreground process group, host included.
-const SI_KERNEL: i32 = 0x80;
 
 pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
     let me = rustix::process::getpid();
@@ -268,119 +258,6 @@ fn systemd_leaf(host: Pid, wrapper: u32) -> Option<Leaf> {
         std::thread::sleep(Duration::from_millis(10));
     }
     None
-}
-
-/// Passes signals on until the host exits; returns its exit status (its
-/// code, or 128 + the signal that ended it).
-fn supervise(
-    child: &mut Child,
-    host: Pid,
-    pidfd: Option<&std::os::fd::OwnedFd>,
-    sigfd: &std::os::fd::OwnedFd,
-    procfs: &ProcFs,
-    wrapper: u32,
-) -> u8 {
-    let my_pgid = rustix::process::getpgrp();
-    loop {
-        let mut fds = vec![PollFd::new(sigfd, PollFlags::IN)];
-        if let Some(p) = pidfd {
-            fds.push(PollFd::new(p, PollFlags::IN));
-        }
-        // Without a pidfd (a kernel before 5.3), look every 100 ms.
-        let timeout = pidfd.is_none().then_some(rustix::fs::Timespec { tv_sec: 0, tv_nsec: 100_000_000 });
-        let _ = rustix::event::poll(&mut fds, timeout.as_ref());
-        let signalled = !fds[0].revents().is_empty();
-        drop(fds);
-        if signalled {
-            while let Some((signo, code)) = read_signal(sigfd) {
-                if signo == Signal::CHILD.as_raw() {
-                    reap_adopted(procfs, wrapper, Some(host));
-                    continue;
-                }
-                let Some(sig) = FORWARD.iter().copied().find(|s| s.as_raw() == signo) else { continue };
-                // A terminal's signal reached the host already, unless it
-                // left the wrapper's process group.
-                let host_pgid = rustix::process::getpgid(rustix::process::Pid::from_raw(host.get())).ok();
-                if code == SI_KERNEL && host_pgid == Some(my_pgid) {
-                    continue;
-                }
-                if let Some(p) = pidfd {
-                    let _ = sys::pidfd_signal(p.as_fd(), sig);
-                }
-            }
-        }
-        if let Ok(Some(st)) = child.try_wait() {
-            return match (st.code(), st.signal()) {
-                (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
-                (None, Some(s)) => u8::try_from(128 + s).unwrap_or(255),
-                _ => 1,
-            };
-        }
-    }
-}
-
-/// One pending signal from the signalfd: (number, `si_code`).
-fn read_signal(sigfd: &std::os::fd::OwnedFd) -> Option<(i32, i32)> {
-    // struct signalfd_siginfo: 128 bytes, ssi_signo (u32) at 0, ssi_code (i32) at 8.
-    let mut buf = [0u8; 128];
-    let mut fds = [PollFd::new(sigfd, PollFlags::IN)];
-    let zero = rustix::fs::Timespec { tv_sec: 0, tv_nsec: 0 };
-    if rustix::event::poll(&mut fds, Some(&zero)).ok()? == 0 {
-        return None;
-    }
-    let n = rustix::io::read(sigfd, &mut buf).ok()?;
-    if n < 12 {
-        return None;
-    }
-    let signo = i32::from_ne_bytes(buf[0..4].try_into().ok()?);
-    let code = i32::from_ne_bytes(buf[8..12].try_into().ok()?);
-    Some((signo, code))
-}
-
-/// Waits out the grace, returning early when nothing is left; a forwarded
-/// signal (say a second Ctrl-C) cuts it short. Returns whether one did.
-fn wait_grace(
-    session: &Session,
-    procfs: &ProcFs,
-    sigfd: &std::os::fd::OwnedFd,
-    grace: Duration,
-    reap_zombies: &dyn Fn(),
-) -> bool {
-    let until = Instant::now() + grace;
-    loop {
-        reap_zombies();
-        if session.members(procfs).is_empty() {
-            return false;
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let step = left.min(Duration::from_millis(100));
-        let ts = rustix::fs::Timespec { tv_sec: 0, tv_nsec: i64::from(step.subsec_nanos()) };
-        let mut fds = [PollFd::new(sigfd, PollFlags::IN)];
-        if rustix::event::poll(&mut fds, Some(&ts)).unwrap_or(0) > 0 {
-            while let Some((signo, _)) = read_signal(sigfd) {
-                if FORWARD.iter().any(|s| s.as_raw() == signo && *s != Signal::WINCH) {
-                    return true;
-                }
-            }
-        }
-    }
-}
-
-/// Waits for the wrapper's dead children (leftovers it adopted), never
-/// blocking, and never for `except` (the host: its status is `supervise`'s).
-fn reap_adopted(procfs: &ProcFs, wrapper: u32, except: Option<Pid>) {
-    let me = Pid::new(wrapper.cast_signed()).expect("own pid");
-    for c in procfs.children(me).unwrap_or_default() {
-        if Some(c) != except
-            && procfs.stat(c).is_some_and(|st| st.state == b'Z')
-            && let Some(p) = rustix::process::Pid::from_raw(c.get())
-        {
-            let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG);
-        }
-    }
 }
 
 /// Removes the leaf once its last process is gone (a few tries: the kernel

@@ -1,13 +1,16 @@
 //! Run sessions (`reaperctl run`): a host started inside a session of its own
 //! that nothing it starts can leave, so whatever is left when the host exits
 //! is known exactly. [`cgroup`] makes and ends the cgroup v2 leaf,
-//! [`leftovers`] finds and reaps what is left. The names here are how the
+//! [`supervise`] is the wrapper at work (signals, the grace), [`leftovers`]
+//! finds and reaps what is left, [`status`] lists sessions for the daemon's
+//! status. The names here are how the
 //! daemon and `reaperctl scan` recognise a session from `/proc` alone (no
 //! registration: a daemon started or restarted later still sees it).
 
 pub mod cgroup;
 pub mod leftovers;
 pub mod status;
+pub mod supervise;
 
 /// The prefix of a session's cgroup leaf (`mcp-reaper-run-<wrapper pid>`,
 /// with `.scope` when systemd made it).
