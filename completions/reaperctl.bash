@@ -31,8 +31,14 @@ _reaperctl() {
             reaperctl,reload)
                 cmd="reaperctl__subcmd__reload"
                 ;;
+            reaperctl,run)
+                cmd="reaperctl__subcmd__run"
+                ;;
             reaperctl,scan)
                 cmd="reaperctl__subcmd__scan"
+                ;;
+            reaperctl,session-end)
+                cmd="reaperctl__subcmd__session__subcmd__end"
                 ;;
             reaperctl,status)
                 cmd="reaperctl__subcmd__status"
@@ -55,8 +61,14 @@ _reaperctl() {
             reaperctl__subcmd__help,reload)
                 cmd="reaperctl__subcmd__help__subcmd__reload"
                 ;;
+            reaperctl__subcmd__help,run)
+                cmd="reaperctl__subcmd__help__subcmd__run"
+                ;;
             reaperctl__subcmd__help,scan)
                 cmd="reaperctl__subcmd__help__subcmd__scan"
+                ;;
+            reaperctl__subcmd__help,session-end)
+                cmd="reaperctl__subcmd__help__subcmd__session__subcmd__end"
                 ;;
             reaperctl__subcmd__help,status)
                 cmd="reaperctl__subcmd__help__subcmd__status"
@@ -71,7 +83,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics help"
+            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -93,7 +105,7 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__help)
-            opts="scan hosts validate status reload reap-now metrics help"
+            opts="scan hosts validate status reload reap-now metrics run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -176,7 +188,35 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        reaperctl__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         reaperctl__subcmd__help__subcmd__scan)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__session__subcmd__end)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -314,6 +354,40 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        reaperctl__subcmd__run)
+            opts="-h --grace --memory-max --cgroup-parent --no-cgroup --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cgroup-parent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         reaperctl__subcmd__scan)
             opts="-h --json --scope --proc-root --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -326,6 +400,32 @@ _reaperctl() {
                     return 0
                     ;;
                 --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__session__subcmd__end)
+            opts="-h --host --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --host)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

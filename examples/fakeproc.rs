@@ -44,6 +44,11 @@
 //!   project, a server started with `uv --directory D`).
 //! - `env`: `[name, value]` pairs added to the environment the parent gives
 //!   this process (the markers hosts set for their servers).
+//! - `hook`: `{"argv": [...], "stdin": "...", "report": "/path"}`, a real
+//!   program this process runs (once) when it gets SIGUSR1 after it reported
+//!   ready, as a host runs a hook: `stdin` written to the program's stdin,
+//!   then `{"code": N, "stdout": "...", "stderr": "..."}` written to `report`
+//!   once it exited (`code` null when a signal ended it).
 //! - `flip`: a second argv. Every 3 ms the process execs itself (same pid)
 //!   with the other argv: readers of `/proc` may see either, or one in their
 //!   first read and the other in their second. The ready line is written once.
@@ -116,6 +121,15 @@ impl Arg {
     }
 }
 
+/// A program run on SIGUSR1, the way a host runs a hook (see the header).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Hook {
+    argv: Vec<String>,
+    #[serde(default)]
+    stdin: String,
+    report: std::path::PathBuf,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[allow(clippy::struct_excessive_bools)] // the switches of the JSON spec
 struct Spec {
@@ -154,6 +168,7 @@ struct Spec {
     cwd: Option<std::path::PathBuf>,
     #[serde(default)]
     env: Vec<(String, String)>,
+    hook: Option<Hook>,
 }
 
 fn fail(msg: &str) -> ! {
@@ -290,6 +305,28 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     }
 }
 
+/// Runs a hook to its end and writes its report (see the header).
+fn run_hook(hook: &Hook) {
+    let Some((prog, args)) = hook.argv.split_first() else { fail("a hook's argv must not be empty") };
+    let mut child = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| fail(&format!("running the hook {prog}: {e}")));
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(hook.stdin.as_bytes());
+    }
+    let out = child.wait_with_output().unwrap_or_else(|e| fail(&format!("waiting for the hook: {e}")));
+    let report = serde_json::json!({
+        "code": out.status.code(),
+        "stdout": String::from_utf8_lossy(&out.stdout),
+        "stderr": String::from_utf8_lossy(&out.stderr),
+    });
+    std::fs::write(&hook.report, report.to_string()).unwrap_or_else(|e| fail(&format!("writing the hook report: {e}")));
+}
+
 /// A signal set holding only SIGUSR1.
 fn usr1_set() -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise the set they are given.
@@ -343,7 +380,8 @@ fn main() {
     if unsafe { libc::signal(libc::SIGTERM, handler) } == libc::SIG_ERR {
         fail("signal(SIGTERM) failed");
     }
-    if !spec.on_usr1.is_empty() {
+    let on_usr1 = !spec.on_usr1.is_empty() || spec.hook.is_some();
+    if on_usr1 {
         // Blocked before the ready line, so a SIGUSR1 sent after it waits
         // for sigwait below instead of killing the process.
         let set = usr1_set();
@@ -408,7 +446,7 @@ fn main() {
             .exec();
         fail(&format!("exec for flip: {e}"));
     }
-    if !spec.on_usr1.is_empty() {
+    if on_usr1 {
         let set = usr1_set();
         let mut sig: libc::c_int = 0;
         // SAFETY: a valid set and a valid out-pointer. SIGUSR1 is blocked
@@ -416,6 +454,9 @@ fn main() {
         while unsafe { libc::sigwait(&raw const set, &raw mut sig) } != 0 {}
         for child in &spec.on_usr1 {
             spawn_child(&exe, child);
+        }
+        if let Some(hook) = &spec.hook {
+            run_hook(hook);
         }
     }
     if spec.subreaper {

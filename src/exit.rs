@@ -12,6 +12,8 @@ pub const USAGE: u8 = 64;
 pub const UNAVAILABLE: u8 = 69;
 /// Internal software error.
 pub const SOFTWARE: u8 = 70;
+/// An operating-system error (`reaperctl run` cannot set up its session as asked).
+pub const OSERR: u8 = 71;
 /// A system file is missing or unreadable (`/proc`).
 pub const OSFILE: u8 = 72;
 /// Cannot create or write an output file.

@@ -32,6 +32,7 @@ pub(crate) mod redact;
 pub(crate) mod report;
 pub mod role;
 pub mod scan;
+pub mod session;
 pub(crate) mod state;
 pub mod sys;
 pub(crate) mod tree;

@@ -92,3 +92,69 @@ pub(crate) fn release_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// Blocks `sigs` in this process (the caller is single-threaded) and returns
+/// a signalfd that reads them: the `reaperctl run` wrapper waits on it and on
+/// its host's pidfd in one poll. Children started with `std::process` get an
+/// empty signal mask again (std resets it before exec).
+pub(crate) fn block_into_signalfd(sigs: &[Signal]) -> io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `set` is initialised by sigemptyset before any other use and
+    // lives on this stack frame; sigaddset only gets valid signal numbers;
+    // pthread_sigmask and signalfd read the set and return plain integers;
+    // signalfd's return value is a new fd we own (checked for -1 first).
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        for s in sigs {
+            libc::sigaddset(&raw mut set, s.as_raw());
+        }
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        let fd = libc::signalfd(-1, &raw const set, libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// Makes the child started from `cmd` move itself into the cgroup whose
+/// `cgroup.procs` is open as `procs`, after fork and before exec: nothing
+/// the program starts can run outside the cgroup, not even for a moment.
+pub(crate) fn join_cgroup_before_exec(cmd: &mut std::process::Command, procs: OwnedFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec. It makes one
+    // write(2) system call (async-signal-safe) on an fd opened by the parent,
+    // from a static buffer; it neither allocates (an `io::Error` from a raw
+    // errno holds no heap data) nor takes locks. "0" means the writing process.
+    unsafe {
+        cmd.pre_exec(move || rustix::io::write(&procs, b"0").map(drop).map_err(io::Error::from));
+    }
+}
+
+/// Unblocks `sigs` in the child started from `cmd` before exec (std keeps
+/// the parent's signal mask): the host gets the signals the wrapper blocked.
+pub(crate) fn unblock_before_exec(cmd: &mut std::process::Command, sigs: &[Signal]) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the set is plain data, initialised by sigemptyset and filled
+    // with valid signal numbers here, in the parent, then copied into the
+    // closure. In the child the closure makes one sigprocmask(2) call
+    // (async-signal-safe) and allocates nothing.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        for s in sigs {
+            libc::sigaddset(&raw mut set, s.as_raw());
+        }
+        cmd.pre_exec(move || {
+            if libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut()) == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        });
+    }
+}

@@ -2,6 +2,8 @@
 
 mod hosts;
 pub mod proto;
+pub mod run;
+pub mod session_end;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,11 +26,15 @@ use crate::scan::ProcFs;
     about = "Inspect and control mcp-reaper",
     long_about = "Inspect and control mcp-reaper.\n\n\
         `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
-        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket.",
+        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket. `run` starts a host \
+        in a session of its own and ends what it leaves behind; `session-end`, from a host's session-end \
+        hook, has the daemon reap the host's trees the moment it exits.",
     after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running (or is stopping), \
-        70 internal error, 72 /proc cannot be read, 75 the daemon is busy (try again), \
+        70 internal error, 71 `run` cannot set up the session as asked, 72 /proc cannot be read, 75 the daemon is busy (try again), \
         76 the daemon did not understand the request, \
-        77 permission denied, 78 configuration error (or `validate` found problems).\n\n\
+        77 permission denied, 78 configuration error (or `validate` found problems). \
+        `run` otherwise exits with the host's status (128 + signal when a signal ended it; \
+        127 when the host is not found, 126 when it cannot be run).\n\n\
         See mcp-reaperd(8) and mcp-reaper.toml(5)."
 )]
 pub struct Cli {
@@ -75,6 +81,13 @@ pub enum Command {
     },
     /// Print the daemon's counters in Prometheus text format.
     Metrics,
+    /// Run a host in a session nothing it starts can leave; end what it
+    /// leaves behind when it exits. E.g. `alias claude='reaperctl run -- claude'`.
+    Run(run::RunArgs),
+    /// From a host's session-end hook (JSON on stdin): tell the daemon the
+    /// host is ending on purpose, so its trees are reaped as soon as it
+    /// exits, without grace.
+    SessionEnd(session_end::SessionEndArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -134,6 +147,8 @@ pub fn main() -> ExitCode {
         Command::Reload => reload(&cli),
         Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),
         Command::Metrics => metrics(&cli),
+        Command::Run(args) => run::run(&cli.config, args),
+        Command::SessionEnd(args) => session_end::run(&cli, args),
     }
 }
 
@@ -184,7 +199,7 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
 }
 
 /// Sends one request to the daemon; prints why it failed and returns the exit code.
-fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
+pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
     let path = if let Some(p) = &cli.socket {
         p.clone()
     } else {

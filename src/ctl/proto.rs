@@ -30,6 +30,28 @@ pub enum Command {
         dry_run: bool,
     },
     Metrics,
+    /// A host is ending its session on purpose (`reaperctl session-end`,
+    /// from the host's hook): reap its trees as soon as it exits, without
+    /// grace. Only a descendant of the host may ask.
+    SessionEnd {
+        host_pid: i32,
+        host_start_time: u64,
+        /// The host's own session id, for the log.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        /// Why the host says it ends (`reason` of its hook input).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+/// What the daemon will do for a host that ends its session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionEndResult {
+    pub host_pid: i32,
+    /// The host's children now (the roots of its trees among them): each
+    /// is reaped without grace once the host is gone, if it is an orphan.
+    pub children: usize,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -50,6 +72,8 @@ pub struct Reply {
     pub reap: Option<ReapResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_end: Option<SessionEndResult>,
 }
 
 /// Why a request failed, on the wire as `"kind": "busy"` and so on.

@@ -84,6 +84,9 @@ pub fn assess_snapshot(
         for shape in &shapes {
             want.extend(shape.members.iter().map(|&(m, _)| m));
             want.extend(forest.ancestors(shape.root));
+            // The owner even when it is the scope: a `reaperctl run` wrapper
+            // shows its host in its details.
+            want.extend(forest.parent[shape.root]);
         }
         for j in &judgements {
             want.extend(j.members.iter().map(|&(m, _)| m));

@@ -38,6 +38,8 @@ pub struct Shared {
     pub totals: Totals,
     pub recent: VecDeque<ReapEvent>,
     pub self_uid: u32,
+    /// `reaperctl run` sessions the last scan saw.
+    pub run_sessions: Vec<crate::report::status::RunSession>,
 }
 
 pub fn unix_now() -> u64 {
@@ -76,6 +78,7 @@ impl Shared {
             totals: self.totals.clone(),
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             filtered_for_uid: (!all).then_some(uid),
+            run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
         }
     }
 
@@ -100,6 +103,7 @@ impl Shared {
         self.scans.last_duration_ms = a.scan_duration.as_secs_f64() * 1000.0;
         self.scans.last_processes = snap.len();
         self.scans.last_at_unix = unix_now();
+        self.run_sessions = crate::session::status::sessions(a);
         self.trees = a
             .judgements
             .iter()

@@ -249,6 +249,22 @@ async fn handle(
                 "permission denied: only root and the daemon's own user may reload or reap",
             )
         }
+        Command::SessionEnd { host_pid, host_start_time, session_id, reason } => {
+            let procfs = crate::scan::ProcFs::new(&shared.borrow().args.proc_root);
+            let host = match super::endings::check(&procfs, uid, pid, privileged, host_pid, host_start_time) {
+                Ok(h) => h,
+                Err((kind, msg)) => return Reply::error(kind, msg),
+            };
+            let (tx, rx) = oneshot::channel();
+            let req = LoopRequest::SessionEnd { host, session_id, reason, reply: tx };
+            if loop_tx.send(req).await.is_err() {
+                return Reply::error(ErrorKind::ShuttingDown, "daemon is shutting down");
+            }
+            match rx.await {
+                Ok(r) => Reply { session_end: Some(r), ..Reply::ok() },
+                Err(_) => Reply::error(ErrorKind::ShuttingDown, "daemon is shutting down"),
+            }
+        }
         Command::Reload => {
             let (tx, rx) = oneshot::channel();
             if loop_tx.send(LoopRequest::Reload(tx)).await.is_err() {

@@ -3,6 +3,7 @@
 pub mod births;
 mod board;
 pub mod control;
+mod endings;
 mod exits;
 pub mod notify;
 pub mod run;

@@ -33,7 +33,17 @@ use crate::{exit, state, sys};
 /// Requests from the control socket to the loop.
 pub enum LoopRequest {
     Reload(oneshot::Sender<ReloadResult>),
-    ReapNow { dry_run: bool, reply: oneshot::Sender<ReapResult> },
+    ReapNow {
+        dry_run: bool,
+        reply: oneshot::Sender<ReapResult>,
+    },
+    /// A host ends its session (checked by the control socket).
+    SessionEnd {
+        host: crate::ids::Identity,
+        session_id: Option<String>,
+        reason: Option<String>,
+        reply: oneshot::Sender<crate::ctl::proto::SessionEndResult>,
+    },
 }
 
 /// What the loop does after a wake-up.
@@ -74,6 +84,8 @@ struct Daemon {
     config: ConfigEvents,
     watchdog: Option<tokio::time::Interval>,
     state_path: PathBuf,
+    /// Hosts ending their session on purpose.
+    endings: super::endings::Endings,
     /// Failing writes are reported once, not every cycle.
     state_writes: report::log::Repeated,
     metrics_writes: report::log::Repeated,
@@ -139,6 +151,7 @@ impl Daemon {
             totals: Totals::default(),
             recent: VecDeque::new(),
             self_uid: rustix::process::getuid().as_raw(),
+            run_sessions: Vec::new(),
         }));
         let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
         let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
@@ -152,6 +165,7 @@ impl Daemon {
             schedule: Schedule::new(),
             exits: ExitWatch::new(connector),
             births: Births::new(),
+            endings: super::endings::Endings::default(),
             config,
             state_path,
             state_writes: report::log::Repeated::new("state file"),
@@ -288,6 +302,25 @@ impl Daemon {
                 self.schedule.want_full();
                 Step::Scan { asked: Some((dry_run, reply)) }
             }
+            Some(LoopRequest::SessionEnd { host, session_id, reason, reply }) => {
+                let name =
+                    self.procfs.process(host.pid).map_or_else(|| host.pid.to_string(), |p| crate::names::name(&p));
+                let short = |t: &str| crate::names::printable(&t.chars().take(64).collect::<String>()).into_owned();
+                let why = format!(
+                    "its host {name} ended its session{}",
+                    reason.as_deref().map(|r| format!(" ({})", short(r))).unwrap_or_default()
+                );
+                let children = self.endings.add(&self.procfs, host, why, &mut self.memory.book);
+                tracing::info!(
+                    reaper_action = "session-end",
+                    "host {name} ends its session{}: its trees are reaped without grace once it exits",
+                    session_id.as_deref().map(|s| format!(" {}", short(s))).unwrap_or_default()
+                );
+                let _ = reply.send(crate::ctl::proto::SessionEndResult { host_pid: host.pid.get(), children });
+                // Learn (and watch) its trees now, not at the next interval.
+                self.schedule.soon_after_exec();
+                Step::Idle
+            }
             None => Step::Idle,
         }
     }
@@ -388,6 +421,7 @@ impl Daemon {
         };
         let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run);
         self.exits.rewatch(&a);
+        self.endings.after_cycle(&a, &mut self.memory.book);
         self.schedule.judged(a.snapshot, &a.judgements, !done.outcomes.is_empty());
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();

@@ -40,6 +40,17 @@ pub(super) fn adopted(snap: &Snapshot, j: &mut Judgement, how: &str) {
     j.reason = format!("adopted by {how} after its host exited; {link}");
 }
 
+/// A tree left in a `reaperctl run` session after its host exited: an
+/// orphan of that session, whatever its stdio (the session is the proof, so
+/// a daemonized helper is no exception).
+pub(super) fn left_in_session(snap: &Snapshot, j: &mut Judgement, session: &str) {
+    j.verdict = Verdict::Orphan;
+    j.candidate = true;
+    j.reap = true;
+    let root = program_ref(&snap.procs[j.root]);
+    j.reason = format!("{root} was left in {session}: an orphan of that session");
+}
+
 /// The kind of link (pipe, socket) a server's fd 0 or 1 has, if any.
 fn stdio_link(p: &Process) -> Option<&'static str> {
     fd_kinds(p).into_iter().find(|k| k.is_link()).map(FdKind::as_str)

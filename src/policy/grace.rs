@@ -11,6 +11,9 @@ use crate::ids::Identity;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GraceBook {
     first_seen: HashMap<Identity, SystemTime>,
+    /// Roots that get no grace, and why (their host ended its session on
+    /// purpose: `reaperctl session-end`). Held by the daemon, never saved.
+    waived: HashMap<Identity, String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -45,6 +48,20 @@ impl GraceBook {
             next.insert(id, t.min(now));
         }
         self.first_seen = next;
+    }
+
+    /// Lets the tree rooted at `root` be reaped without grace, saying why.
+    pub fn waive(&mut self, root: Identity, why: String) {
+        self.waived.insert(root, why);
+    }
+
+    pub fn waiver(&self, root: Identity) -> Option<&str> {
+        self.waived.get(&root).map(String::as_str)
+    }
+
+    /// Keeps the waivers `keep` says yes to.
+    pub fn retain_waived(&mut self, mut keep: impl FnMut(Identity) -> bool) {
+        self.waived.retain(|&id, _| keep(id));
     }
 
     pub fn insert(&mut self, root: Identity, first_seen: SystemTime) {

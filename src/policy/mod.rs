@@ -5,6 +5,7 @@ mod assessment;
 mod evidence;
 pub(crate) mod grace;
 mod guard;
+mod session;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -21,6 +22,7 @@ pub use assessment::Assessment;
 use evidence::adopted;
 pub use grace::GraceBook;
 use guard::Guard;
+use session::Below;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -215,12 +217,29 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
             j.reason = why;
             return j;
         }
-        adopted(snap, &mut j, &how);
+        match session::below(snap, owner, root) {
+            Some(Below::Leftover(s)) => evidence::left_in_session(snap, &mut j, &s),
+            Some(Below::Host(why)) => {
+                j.verdict = Verdict::Live;
+                j.reason = why;
+            }
+            None => {
+                adopted(snap, &mut j, &how);
+                session::note_cgroup(snap, &mut j);
+            }
+        }
         return j;
     }
     // Look for a host above the owner, through shells and other links.
+    let mut below = root;
     for a in std::iter::once(owner).chain(forest.ancestors(owner)) {
+        let child = std::mem::replace(&mut below, a);
         if adopter(snap, forest, a).is_some() {
+            // Below a run wrapper, not through its host: left in its session.
+            if let Some(Below::Leftover(s)) = session::below(snap, a, child) {
+                evidence::left_in_session(snap, &mut j, &s);
+                return j;
+            }
             break;
         }
         if forest.role(a) != Role::Host {
@@ -257,6 +276,12 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     let id = snap.procs[j.root].id;
     let first = inp.grace.get(id).unwrap_or(inp.now).min(inp.now);
     j.first_seen = Some(first);
+    if let Some(why) = inp.grace.waiver(id) {
+        if j.reap {
+            j.reason = format!("{}; no grace: {why}", j.reason);
+        }
+        return;
+    }
     let seen_for = inp.now.duration_since(first).unwrap_or_default();
     let grace = inp.config.grace();
     if seen_for < grace && j.reap {
@@ -294,6 +319,9 @@ fn namespace_own(snap: &Snapshot, owner: usize, root: usize, how: &str) -> Optio
 /// How a process adopts orphans, if it does.
 fn adopter(snap: &Snapshot, forest: &Forest, i: usize) -> Option<String> {
     let p = &snap.procs[i];
+    if crate::session::is_run_wrapper(&p.cmdline) {
+        return Some(format!("the `reaperctl run` wrapper {}", name(p)));
+    }
     if Some(i) == forest.scope {
         return Some(format!("the scope process {}", name(p)));
     }
@@ -337,5 +365,7 @@ mod evidence_tests;
 mod guard_tests;
 #[cfg(test)]
 mod namespace_tests;
+#[cfg(test)]
+mod session_tests;
 #[cfg(test)]
 mod tests;

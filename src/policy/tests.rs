@@ -17,7 +17,7 @@ pub(super) struct World {
     pub(super) ctx: Context,
     cfg: Config,
     scope: Option<Pid>,
-    book: GraceBook,
+    pub(super) book: GraceBook,
     now: SystemTime,
 }
 
@@ -81,6 +81,8 @@ impl World {
                 unit: None,
                 nspid_inner: Some(p.cast_unsigned()),
                 container: None,
+                run_session: None,
+                run_host: None,
             })),
             role: None,
             dir_ino: 0,

@@ -80,6 +80,7 @@ mod tests {
             },
             recent: vec![],
             filtered_for_uid: None,
+            run_sessions: Vec::new(),
         }
     }
 

@@ -164,6 +164,30 @@ pub struct Status {
     pub recent: Vec<ReapEvent>,
     /// True when the list was filtered to the asking user's processes.
     pub filtered_for_uid: Option<u32>,
+    /// `reaperctl run` sessions seen by the last scan (visible to the asking user).
+    #[serde(default)]
+    pub run_sessions: Vec<RunSession>,
+}
+
+/// A `reaperctl run` session as the last scan saw it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSession {
+    /// The `reaperctl run` process.
+    pub wrapper_pid: i32,
+    /// The host it runs (its first child), while it runs.
+    pub host_pid: Option<i32>,
+    pub host_cmd: Option<String>,
+    /// The session's cgroup path (`/proc/PID/cgroup` form), when it has one.
+    pub cgroup: Option<String>,
+    /// Processes in the session, the host included.
+    pub members: usize,
+    /// The cgroup's `memory.current` where it is accounted, else the sum of
+    /// the members' resident memory.
+    pub memory_bytes: u64,
+    /// `"cgroup"` or `"rss"`: where `memory_bytes` comes from.
+    pub memory_source: String,
+    /// Owner of the wrapper.
+    pub uid: Option<u32>,
 }
 
 /// Counts per verdict, every verdict present.

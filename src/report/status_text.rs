@@ -62,6 +62,24 @@ pub fn render(s: &Status) -> String {
             let _ = writeln!(o, "  {}", e.line);
         }
     }
+    if !s.run_sessions.is_empty() {
+        let _ = writeln!(o, "run sessions:");
+        for r in &s.run_sessions {
+            let host = match (r.host_pid, &r.host_cmd) {
+                (Some(p), Some(c)) => format!("{c} (pid {p})"),
+                _ => "host exited".to_string(),
+            };
+            let _ = writeln!(
+                o,
+                "  wrapper {:>7}  {} member(s), {} ({})  {host}{}",
+                r.wrapper_pid,
+                r.members,
+                bytes(r.memory_bytes),
+                r.memory_source,
+                r.cgroup.as_deref().map(|c| format!("\n            cgroup {c}")).unwrap_or_default()
+            );
+        }
+    }
     if let Some(uid) = s.filtered_for_uid {
         let _ = writeln!(o, "(showing only trees of uid {uid})");
     }

@@ -34,6 +34,7 @@ impl ProcFs {
         if read_at(&dir, "cgroup", &mut buf).is_ok() {
             let text = String::from_utf8_lossy(&buf);
             d.container = parse::container_of(&text);
+            d.run_session = crate::session::cgroup::v2_path(&text).and_then(|p| crate::session::session_of_cgroup(&p));
             if let Some((v2, path, name)) = parse::cgroup_unit(&text) {
                 let main = self.cgroup_oldest(v2, &path, id);
                 d.unit = Some(Unit { name, main });
@@ -85,7 +86,11 @@ impl ProcFs {
             }
             // A process that vanished or was replaced keeps an empty Details:
             // every fact unknown, which the policy treats as "don't touch".
-            p.details = Some(Box::new(self.details(p.id).unwrap_or_default()));
+            let mut d = self.details(p.id).unwrap_or_default();
+            if crate::session::is_run_wrapper(&p.cmdline) {
+                d.run_host = crate::session::host_of_wrapper(self.root(), pid);
+            }
+            p.details = Some(Box::new(d));
         }
     }
 }

@@ -124,6 +124,12 @@ pub struct Details {
     pub fds: [Option<FdTarget>; 3],
     /// Its systemd unit, when its cgroup path names one.
     pub unit: Option<Unit>,
+    /// The wrapper pid of the `reaperctl run` session whose cgroup it is in.
+    pub run_session: Option<i32>,
+    /// For a `reaperctl run` wrapper: the pid of the host it runs (from the
+    /// pidfd it holds while the host lives), 0 once the host is gone; `None`
+    /// for other processes, or when its fds cannot be read.
+    pub run_host: Option<i32>,
 }
 
 impl Details {

@@ -242,6 +242,7 @@ pub struct Spec {
     stdio: &'static str,
     cwd: Option<PathBuf>,
     env: Vec<(String, String)>,
+    hook: Option<Value>,
 }
 
 impl Spec {
@@ -265,6 +266,7 @@ impl Spec {
             stdio: "pipe",
             cwd: None,
             env: Vec::new(),
+            hook: None,
         }
     }
 
@@ -396,6 +398,14 @@ impl Spec {
         self
     }
 
+    /// On SIGUSR1 (once, after ready), runs the real program `argv` with
+    /// `stdin` on its stdin, as a host runs a hook, and writes
+    /// `{"code", "stdout", "stderr"}` to `report` when it exited.
+    pub fn hook(mut self, argv: &[&str], stdin: &str, report: &Path) -> Spec {
+        self.hook = Some(json!({"argv": argv, "stdin": stdin, "report": report}));
+        self
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "argv": self.argv,
@@ -416,6 +426,7 @@ impl Spec {
             "stdio": self.stdio,
             "cwd": self.cwd,
             "env": self.env,
+            "hook": self.hook,
         })
     }
 

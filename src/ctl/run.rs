@@ -1,0 +1,294 @@
+//! `reaperctl run -- HOST ARGS…`: runs a host in a session of its own and
+//! ends whatever it leaves behind. The wrapper is a child subreaper (nothing
+//! below it can re-parent past it, not by setsid nor a double fork) and, where
+//! it can, puts the host in a cgroup v2 leaf before exec (a transient systemd
+//! scope when systemd runs the machine, else a cgroup it makes under its own
+//! or `--cgroup-parent`). The host stays in the wrapper's process group, so
+//! it keeps the terminal's foreground: a Ctrl-C reaches it from the terminal
+//! directly, and only signals sent to the wrapper itself are forwarded.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use crate::config::Config;
+use crate::ids::Pid;
+use crate::reap::Settings;
+use crate::scan::ProcFs;
+use crate::session::cgroup::{Hierarchy, Leaf};
+use crate::session::leftovers::{Ended, Session};
+use crate::session::supervise::{FORWARD, reap_adopted, supervise, wait_grace};
+use crate::{exit, session, sys};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Seconds the session's leftovers get after the host exits, before
+    /// they are sent SIGTERM (then SIGKILL after the configured
+    /// `term_timeout_secs`). The wrapper returns as soon as nothing is left.
+    #[arg(long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_secs)]
+    pub grace: f64,
+    /// Limit the session's memory (cgroup memory.max), e.g. 4G, 512M,
+    /// 1073741824. Needs the memory controller in the cgroup v2 hierarchy;
+    /// `run` refuses to start rather than run without the limit.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory_max: Option<u64>,
+    /// Make the session's cgroup below this cgroup v2 directory (one
+    /// delegated to you) instead of below your own cgroup.
+    #[arg(long, value_name = "DIR")]
+    pub cgroup_parent: Option<PathBuf>,
+    /// Use no cgroup: the session is the wrapper's descendants only (a
+    /// child subreaper).
+    #[arg(long, conflicts_with_all = ["memory_max", "cgroup_parent"])]
+    pub no_cgroup: bool,
+    /// The host and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "HOST")]
+    pub command: Vec<OsString>,
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("not a number of seconds between 0 and 86400: {s:?}")),
+    }
+}
+
+/// `4G`, `512M`, `64k`, `1GiB`, plain bytes: binary units, any case.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num.parse().map_err(|_| format!("not a size: {s:?} (e.g. 4G, 512M, 1073741824)"))?;
+    let shift = match unit.to_ascii_lowercase().trim_end_matches('b').trim_end_matches('i') {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return Err(format!("unknown size unit in {s:?} (K, M, G or T)")),
+    };
+    n.checked_mul(1 << shift).filter(|&b| b > 0).ok_or_else(|| format!("size out of range: {s:?}"))
+}
+
+pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
+    let me = rustix::process::getpid();
+    // Before the host exists: anything it orphans, at any depth, comes here.
+    if let Err(e) = rustix::process::set_child_subreaper(Some(me)) {
+        eprintln!("reaperctl run: cannot become a child subreaper ({e})");
+        return ExitCode::from(exit::OSERR);
+    }
+    let mut sigs = FORWARD.to_vec();
+    sigs.push(Signal::CHILD);
+    let sigfd = match sys::block_into_signalfd(&sigs) {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("reaperctl run: cannot set up signal forwarding ({e})");
+            return ExitCode::from(exit::OSERR);
+        }
+    };
+    let wrapper = me.as_raw_nonzero().get().cast_unsigned();
+    let (mut cmd, plan) = match prepare(args, wrapper) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    sys::unblock_before_exec(&mut cmd, &sigs);
+    let host_name = args.command[0].to_string_lossy().into_owned();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            if let Plan::Leaf(leaf) = &plan {
+                let _ = leaf.remove();
+            }
+            let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            eprintln!("reaperctl run: cannot run {host_name}: {e}");
+            return ExitCode::from(code);
+        }
+    };
+    drop(cmd); // the parent's copy of the cgroup.procs fd
+    let host = Pid::new(child.id().cast_signed()).expect("a child's pid is positive");
+    // Held while the host lives (and only then): the daemon and `scan` read
+    // from it which child is the host (see `session::host_of_wrapper`).
+    let pidfd = sys::pidfd_open(host).ok();
+    let session = match plan {
+        Plan::Leaf(leaf) => Session::Cgroup(leaf),
+        Plan::Systemd => {
+            if let Some(leaf) = systemd_leaf(host, wrapper) {
+                Session::Cgroup(leaf)
+            } else {
+                eprintln!(
+                    "reaperctl run: warning: the host did not appear in a transient systemd scope; \
+                     the session is the wrapper's descendants only"
+                );
+                Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid"))
+            }
+        }
+        Plan::Subreaper => Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid")),
+    };
+    let procfs = ProcFs::new("/proc");
+    let status = supervise(&mut child, host, pidfd.as_ref(), &sigfd, &procfs, wrapper);
+    drop(pidfd);
+    let reap_zombies = || reap_adopted(&procfs, wrapper, None);
+    let interrupted = wait_grace(&session, &procfs, &sigfd, Duration::from_secs_f64(args.grace), &reap_zombies);
+    let what = format!("{host_name} (pid {host})");
+    let ended = if session.members(&procfs).is_empty() {
+        Ended::default()
+    } else {
+        // Only now: compiling the config's patterns would delay every host's start.
+        let cfg = Config::load(&super::sources(config)).unwrap_or_else(|errs| {
+            let first = errs.0.first().map(ToString::to_string).unwrap_or_default();
+            eprintln!("reaperctl run: warning: config not loaded ({first}); using the defaults");
+            Config::embedded()
+        });
+        let settings = Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_secs(1), dry_run: false };
+        session.end(&procfs, &settings, &what, &reap_zombies)
+    };
+    if ended.found > 0 {
+        eprintln!(
+            "reaperctl run: ended {} of {} process(es) {host_name} left behind{}{}{}",
+            ended.gone,
+            ended.found,
+            if interrupted { " (grace cut short by a signal)" } else { "" },
+            if ended.escalated { "; some needed SIGKILL" } else { "" },
+            if ended.cgroup_killed { "; cgroup.kill was needed" } else { "" },
+        );
+    }
+    for e in &ended.errors {
+        eprintln!("reaperctl run: {e}");
+    }
+    if let Session::Cgroup(leaf) = &session
+        && let Err(e) = remove_leaf(leaf, &reap_zombies)
+    {
+        eprintln!("reaperctl run: cannot remove the session's cgroup {}: {e}", leaf.dir.display());
+    }
+    ExitCode::from(status)
+}
+
+/// Where the host is to run.
+enum Plan {
+    Leaf(Leaf),
+    Systemd,
+    Subreaper,
+}
+
+/// The command to start and the session it will run in; warns when it
+/// falls back, fails when `--memory-max` cannot be honoured.
+fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan), ExitCode> {
+    let fail = |msg: &str| {
+        eprintln!("reaperctl run: {msg}");
+        ExitCode::from(exit::OSERR)
+    };
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]);
+    if args.no_cgroup {
+        return Ok((cmd, Plan::Subreaper));
+    }
+    let name = session::leaf_name(wrapper);
+    if args.cgroup_parent.is_none()
+        && let Some(tool) = session::cgroup::systemd_run()
+    {
+        let mut c = Command::new(tool);
+        if !rustix::process::getuid().is_root() {
+            c.arg("--user");
+        }
+        c.args(["--scope", "--quiet", "--collect", "--unit", &name]);
+        if let Some(bytes) = args.memory_max {
+            c.arg("--property").arg(format!("MemoryMax={bytes}"));
+        }
+        c.arg("--").args(&args.command);
+        return Ok((c, Plan::Systemd));
+    }
+    let made = Hierarchy::find()
+        .ok_or_else(|| "no cgroup v2 hierarchy is mounted".to_string())
+        .and_then(|h| {
+            args.cgroup_parent
+                .clone()
+                .or_else(|| h.own_dir())
+                .ok_or_else(|| "cannot tell which cgroup this process is in".to_string())
+        })
+        .and_then(|parent| {
+            Leaf::create(&parent, &name).map_err(|e| format!("cannot create a cgroup in {}: {e}", parent.display()))
+        })
+        .and_then(|leaf| {
+            let fd = leaf.procs_for_child().map_err(|e| {
+                let _ = leaf.remove();
+                format!("cannot open {}/cgroup.procs: {e}", leaf.dir.display())
+            })?;
+            Ok((leaf, fd))
+        });
+    match made {
+        Ok((leaf, fd)) => {
+            if let Some(bytes) = args.memory_max
+                && let Err(e) = leaf.set_memory_max(bytes)
+            {
+                let _ = leaf.remove();
+                return Err(fail(&format!("--memory-max: {e}")));
+            }
+            sys::join_cgroup_before_exec(&mut cmd, fd);
+            Ok((cmd, Plan::Leaf(leaf)))
+        }
+        Err(why) if args.memory_max.is_some() => {
+            Err(fail(&format!("--memory-max needs a cgroup for the session, and {why}")))
+        }
+        Err(why) => {
+            eprintln!(
+                "reaperctl run: warning: {why}. A session no process can leave needs cgroup v2 and either \
+                 systemd (systemd-run --scope) or a cgroup you may write to (root, or a delegated \
+                 one given as --cgroup-parent). Falling back to a subreaper session: what the host \
+                 leaves below it is still ended, but a process that makes itself a subreaper can \
+                 escape, and memory cannot be limited."
+            );
+            Ok((cmd, Plan::Subreaper))
+        }
+    }
+}
+
+/// The scope systemd made for the host: found from the host's own cgroup
+/// once `systemd-run` has moved itself there (before it execs the host).
+fn systemd_leaf(host: Pid, wrapper: u32) -> Option<Leaf> {
+    let h = Hierarchy::find()?;
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let path = std::fs::read_to_string(format!("/proc/{host}/cgroup")).ok()?;
+        let path = session::cgroup::v2_path(&path)?;
+        if session::session_of_cgroup(&path) == Some(wrapper.cast_signed()) {
+            return Some(Leaf { dir: h.dir_of(&path)?, by_systemd: true });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// Removes the leaf once its last process is gone (a few tries: the kernel
+/// updates `populated` just after the last exit).
+fn remove_leaf(leaf: &Leaf, reap_zombies: &dyn Fn()) -> std::io::Result<()> {
+    let mut last = Ok(());
+    for _ in 0..50 {
+        reap_zombies();
+        last = leaf.remove();
+        if last.is_ok() {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("512m"), Ok(512 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("64KB"), Ok(64 << 10));
+        assert_eq!(parse_size("1073741824"), Ok(1 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("4X").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+}

@@ -1,0 +1,383 @@
+//! `reaperctl run`: a host in a session of its own, its leftovers ended
+//! after the grace, signals passed on, its exit status passed back.
+//!
+//! Safety: the wrapper is this test's child and a child subreaper, so
+//! everything the stand-in host starts stays below it; this test process is
+//! made a child subreaper too, so nothing can land outside it even if a
+//! wrapper dies. Only pids the stand-ins reported (and still below this
+//! process) are ever signalled by the cleanup.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{
+    Daemon, Launch, Sandbox, Spec, TempDir, alive, descendants_of, fakeproc_path, is_root, s, sigkill, skip, text,
+    wait_until,
+};
+use rustix::process::Signal;
+
+const REAPERCTL: &str = env!("CARGO_BIN_EXE_reaperctl");
+
+/// Makes this test process a child subreaper (once): an escaped process
+/// re-parents to it, never to PID 1.
+fn contain() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("PR_SET_CHILD_SUBREAPER");
+    });
+}
+
+/// A wrapper running a stand-in host, and the files its processes report to.
+struct Wrapped {
+    child: Child,
+    dir: TempDir,
+}
+
+impl Wrapped {
+    /// `reaperctl --config C run ARGS -- fakeproc` with `host` as the spec.
+    fn start(config: &Path, args: &[&str], host: &Spec, dir: TempDir) -> Wrapped {
+        Wrapped::start_program(config, args, fakeproc_path(), host, dir)
+    }
+
+    /// [`Wrapped::start`] through `program` (a symlink to fakeproc).
+    fn start_program(config: &Path, args: &[&str], program: &Path, host: &Spec, dir: TempDir) -> Wrapped {
+        contain();
+        let ready = dir.path().join("ready");
+        let notes = dir.path().join("notes");
+        std::fs::write(&ready, "").unwrap();
+        std::fs::write(&notes, "").unwrap();
+        let child = Command::new(REAPERCTL)
+            .arg("--config")
+            .arg(config)
+            .arg("run")
+            .args(args)
+            .arg("--")
+            .arg(program)
+            .env("FAKEPROC", host.to_json().to_string())
+            .env("FAKEPROC_READY", &ready)
+            .env("FAKEPROC_NOTES", &notes)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning reaperctl run");
+        Wrapped { child, dir }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id().cast_signed()
+    }
+
+    /// `(pid, argv)` of every stand-in that reported ready, once `n` have.
+    fn wait_ready(&self, n: usize) -> Vec<(i32, String)> {
+        let mut lines = Vec::new();
+        let ok = wait_until(Duration::from_secs(10), || {
+            lines = self.ready();
+            lines.len() >= n
+        });
+        assert!(ok, "only {} of {n} stand-ins became ready: {lines:?}", lines.len());
+        lines
+    }
+
+    fn ready(&self) -> Vec<(i32, String)> {
+        let t = std::fs::read_to_string(self.dir.path().join("ready")).unwrap_or_default();
+        t.lines()
+            .filter_map(|l| {
+                let mut f = l.splitn(3, ' ');
+                Some((f.next()?.parse().ok()?, f.nth(1)?.to_string()))
+            })
+            .collect()
+    }
+
+    fn pid_of(&self, prefix: &str) -> i32 {
+        let r = self.ready();
+        r.iter().find(|(_, c)| c.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} in {r:?}")).0
+    }
+
+    /// Pids that got a SIGTERM (`note_term` stand-ins).
+    fn termed(&self) -> Vec<i32> {
+        let t = std::fs::read_to_string(self.dir.path().join("notes")).unwrap_or_default();
+        t.lines().filter_map(|l| l.split(' ').next()?.parse().ok()).collect()
+    }
+
+    /// Waits for the wrapper (30 s at most): its status and stderr.
+    fn finish(&mut self) -> (std::process::ExitStatus, String) {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return (st, err);
+            }
+            assert!(Instant::now() < end, "reaperctl run did not exit within 30 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn signal(&self, sig: Signal) {
+        let p = rustix::process::Pid::from_raw(self.pid()).unwrap();
+        rustix::process::kill_process(p, sig).unwrap();
+    }
+}
+
+impl Drop for Wrapped {
+    fn drop(&mut self) {
+        // Whatever the stand-ins reported and is still below this process.
+        let mine = descendants_of(rustix::process::getpid().as_raw_nonzero().get());
+        for (pid, _) in self.ready() {
+            if mine.contains(&pid) {
+                sigkill(pid);
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A host that starts its servers and exits at once: one server calls
+/// setsid and has a helper; a `sh` double-forks a daemonized server (setsid,
+/// stdio on /dev/null) and exits. All three ignore SIGTERM, noting it.
+fn forking_host() -> Spec {
+    Spec::new(&["claude", "--print"])
+        .exit_after_spawn()
+        .child(
+            Spec::new(&["npm", "exec", "@playwright/mcp@latest"])
+                .setsid()
+                .note_term()
+                .child(Spec::new(&["node", "/x/playwright-mcp"]).note_term()),
+        )
+        .child(
+            Spec::new(&["sh", "-c", "daemonize"])
+                .exit_after_spawn()
+                .child(Spec::new(&["node", "/x/daemon-mcp"]).setsid().stdio_null().note_term()),
+        )
+}
+
+fn config(dir: &TempDir) -> std::path::PathBuf {
+    dir.config_with(0, "term_timeout_secs = 1", "")
+}
+
+fn leftovers_are_ended(args: &[&str]) {
+    let dir = TempDir::new("run");
+    let cfg = config(&dir);
+    // A bystander outside the session: it must survive.
+    let sb = Sandbox::new(vec![Spec::new(&["node", "/x/bystander-mcp"]).stdio_null()]);
+    let bystander = sb.pid_of("node");
+    let mut w = Wrapped::start(&cfg, args, &forking_host(), dir);
+    let ready = w.wait_ready(5);
+    let left: Vec<i32> = ["npm exec", "node /x/playwright", "node /x/daemon"].iter().map(|p| w.pid_of(p)).collect();
+    let (st, err) = w.finish();
+    assert_eq!(st.code(), Some(0), "the host's status: {err}");
+    for &p in &left {
+        assert!(!alive(p), "leftover {p} survived the session's end: {ready:?}\n{err}");
+    }
+    // Each was alive when the reaper came (it noted the SIGTERM), so it did
+    // not just exit by itself.
+    let mut termed = w.termed();
+    termed.sort_unstable();
+    let mut want = left.clone();
+    want.sort_unstable();
+    assert_eq!(termed, want, "every leftover, and only they, got SIGTERM\n{err}");
+    assert!(err.contains("ended 3 of 3 process(es)"), "{err}");
+    sb.assert_alive(&[bystander]);
+}
+
+#[test]
+fn leftovers_of_a_host_that_forks_and_exits_are_ended_after_the_grace() {
+    leftovers_are_ended(&["--grace", "0.5"]);
+}
+
+#[test]
+fn without_a_cgroup_the_subreaper_session_ends_them_too() {
+    leftovers_are_ended(&["--grace", "0.5", "--no-cgroup"]);
+}
+
+#[test]
+fn the_host_runs_in_the_sessions_cgroup_when_one_can_be_made() {
+    if !is_root() {
+        return skip("the_host_runs_in_the_sessions_cgroup", "needs root to make a cgroup");
+    }
+    let dir = TempDir::new("run-cg");
+    let cfg = config(&dir);
+    let mut w = Wrapped::start(&cfg, &["--grace", "0"], &Spec::new(&["claude"]), dir);
+    let host = w.wait_ready(1)[0].0;
+    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
+    let line = cg.lines().find(|l| l.starts_with("0::")).unwrap_or_default().to_string();
+    let leaf = format!("/mcp-reaper-run-{}", w.pid());
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    if line.is_empty() || err.contains("Falling back") {
+        return skip("the_host_runs_in_the_sessions_cgroup", &format!("no cgroup v2 leaf here: {err}"));
+    }
+    assert!(line.ends_with(&leaf), "host cgroup {line:?} is not the session's {leaf}");
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
+}
+
+#[test]
+fn exit_status_is_the_hosts() {
+    let dir = TempDir::new("run-status");
+    let cfg = config(&dir);
+    let run = |args: &[&str]| {
+        let mut a = vec![s("--config"), s(cfg.display()), s("run"), s("--grace"), s("0"), s("--")];
+        a.extend(args.iter().map(s));
+        common::reaperctl(&a)
+    };
+    assert_eq!(run(&["sh", "-c", "exit 7"]).status.code(), Some(7));
+    assert_eq!(run(&["sh", "-c", "kill -TERM $$"]).status.code(), Some(128 + 15));
+    let missing = run(&["/nonexistent/mcp-host"]);
+    assert_eq!(missing.status.code(), Some(127));
+    assert!(text(&missing.stderr).contains("cannot run /nonexistent/mcp-host"), "{}", text(&missing.stderr));
+}
+
+#[test]
+fn without_cgroup_access_it_falls_back_with_a_warning() {
+    let dir = TempDir::new("run-noaccess");
+    let cfg = config(&dir);
+    let run = |pre: &[&str], args: &[&str]| {
+        let mut c = Command::new(pre.first().copied().unwrap_or(REAPERCTL));
+        if !pre.is_empty() {
+            c.args(&pre[1..]).arg(REAPERCTL);
+        }
+        c.arg("--config").arg(&cfg).arg("run").args(args).args(["--", "sh", "-c", "exit 3"]);
+        c.stdin(Stdio::null()).output().expect("running reaperctl run")
+    };
+    let out = run(&[], &["--cgroup-parent", "/nonexistent/cgroup", "--grace", "0"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("Falling back to a subreaper session"), "{}", text(&out.stderr));
+    // Asked for a memory limit, it refuses instead.
+    let out = run(&[], &["--cgroup-parent", "/nonexistent/cgroup", "--memory-max", "1G"]);
+    assert_eq!(out.status.code(), Some(71), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--memory-max needs a cgroup"), "{}", text(&out.stderr));
+    // A user who may not write to their cgroup (nobody, in root's).
+    let setpriv = common::find_tool("setpriv");
+    if !is_root() || setpriv.is_none() || !common::world_executable(Path::new(REAPERCTL)) {
+        return skip("without_cgroup_access (as nobody)", "needs root, setpriv and a world-executable reaperctl");
+    }
+    let setpriv = s(setpriv.unwrap().display());
+    let out = run(&[&setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", "--"], &["--grace", "0"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    if !err.contains("Falling back") {
+        skip("without_cgroup_access (as nobody)", &format!("nobody may make a cgroup here: {err}"));
+    }
+}
+
+#[test]
+fn sigint_to_the_wrapper_reaches_the_host() {
+    let dir = TempDir::new("run-int");
+    let cfg = config(&dir);
+    let mut w = Wrapped::start(&cfg, &["--grace", "0"], &Spec::new(&["claude"]), dir);
+    let host = w.wait_ready(1)[0].0;
+    w.signal(Signal::INT);
+    let (st, err) = w.finish();
+    // The wrapper exits (it is not killed by the signal) with the host's status.
+    assert_eq!(st.code(), Some(128 + 2), "{st:?}: {err}");
+    assert!(!alive(host), "the host survived");
+}
+
+#[test]
+fn memory_max_is_applied_or_refused() {
+    if !is_root() {
+        return skip("memory_max_is_applied_or_refused", "needs root to make a cgroup");
+    }
+    let dir = TempDir::new("run-mem");
+    let cfg = config(&dir);
+    let mut w = Wrapped::start(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
+    let ready_or_exit =
+        wait_until(Duration::from_secs(10), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
+    assert!(ready_or_exit);
+    if w.ready().is_empty() {
+        // No memory controller in the v2 hierarchy (a hybrid system): refused, never run without.
+        let (st, err) = w.finish();
+        assert_eq!(st.code(), Some(71), "{err}");
+        assert!(err.contains("--memory-max") && err.contains("memory controller"), "{err}");
+        return skip("memory_max_is_applied", &format!("refused as it should be here: {err}"));
+    }
+    let host = w.ready()[0].0;
+    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
+    let path = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap().to_string();
+    let h = mcp_reaper::session::cgroup::Hierarchy::find().unwrap();
+    let max = std::fs::read_to_string(h.dir_of(&path).unwrap().join("memory.max")).unwrap();
+    w.signal(Signal::TERM);
+    let _ = w.finish();
+    assert_eq!(max.trim(), (256u64 << 20).to_string());
+}
+
+#[test]
+fn scan_names_a_leftover_an_orphan_of_its_session() {
+    let dir = TempDir::new("run-scan");
+    let cfg = config(&dir);
+    // A long grace: the leftover waits while the scan looks.
+    let mut w = Wrapped::start(&cfg, &["--grace", "60"], &forking_host(), dir);
+    w.wait_ready(5);
+    let daemonized = w.pid_of("node /x/daemon");
+    assert!(wait_until(Duration::from_secs(10), || common::ppid_of(daemonized) == Some(w.pid())));
+    let v = common::scan_json(&cfg, &["--scope", &s(w.pid())]);
+    let t = common::tree_rooted_at(&v, daemonized);
+    // stdio on /dev/null would make it "detached" anywhere else.
+    assert_eq!(t["verdict"], "orphan", "{t:#}");
+    assert!(t["reason"].as_str().unwrap().contains("`reaperctl run` session"), "{t:#}");
+    // A signal to the wrapper during the grace cuts it short.
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(err.contains("grace cut short"), "{err}");
+    assert!(!alive(daemonized));
+}
+
+/// A server run by the wrapper itself is its host, never a leftover: the
+/// wrapper shows which child is its host (the pidfd it holds).
+#[test]
+fn a_server_run_directly_is_the_sessions_host_and_kept() {
+    let dir = TempDir::new("run-server");
+    let cfg = config(&dir);
+    // Through a symlink named like a server: its argv[0] is that name.
+    let link = dir.path().join("mcp-server-memory");
+    std::os::unix::fs::symlink(fakeproc_path(), &link).unwrap();
+    let server = Spec::new(&["mcp-server-memory"]).child(Spec::new(&["node", "/x/helper.js"]));
+    let mut w = Wrapped::start_program(&cfg, &["--grace", "0"], &link, &server, dir);
+    w.wait_ready(2);
+    let npm = w.pid_of("mcp-server-memory");
+    let v = common::scan_json(&cfg, &["--scope", &s(w.pid())]);
+    let t = common::tree_rooted_at(&v, npm);
+    assert_eq!(t["verdict"], "live", "{t:#}");
+    assert!(t["reason"].as_str().unwrap().contains("is the host `reaperctl run`"), "{t:#}");
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
+}
+
+/// The daemon lists a session with its host, members and memory.
+#[test]
+fn status_lists_run_sessions() {
+    let dir = TempDir::new("run-status-list");
+    let cfg = config(&dir);
+    let host = Spec::new(&["claude"])
+        .child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]).child(Spec::new(&["node", "/x/playwright-mcp"])));
+    let mut w = Wrapped::start(&cfg, &["--grace", "0"], &host, dir);
+    w.wait_ready(3);
+    let host = w.pid_of("claude");
+    // Scoped to the wrapper, and signalling nothing.
+    let d = Daemon::start_in(w.pid(), &cfg, w.dir.path(), &Launch::with_args(&["--dry-run"]));
+    let st = d.status_until(Duration::from_secs(10), "the session listed", |st| {
+        st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == w.pid()))
+    });
+    let r = st["run_sessions"].as_array().unwrap().iter().find(|r| r["wrapper_pid"] == w.pid()).unwrap().clone();
+    assert_eq!(r["host_pid"], host, "{r:#}");
+    assert_eq!(r["members"], 3, "{r:#}");
+    assert!(r["memory_bytes"].as_u64().unwrap() > 0, "{r:#}");
+    if let Some(cg) = r["cgroup"].as_str() {
+        assert!(cg.ends_with(&format!("mcp-reaper-run-{}", w.pid())), "{r:#}");
+    }
+    let human = d.ctl(&["status"]);
+    assert!(text(&human.stdout).contains("run sessions:"), "{}", text(&human.stdout));
+    drop(d);
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
+}
