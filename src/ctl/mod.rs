@@ -158,7 +158,9 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     if let Some(note) = procfs.hidden_notice() {
         eprintln!("reaperctl: note: {note}");
     }
-    let a = match cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now()) {
+    // The pressure the daemon would weigh (nothing when it cannot be read).
+    let pressure = cfg.pressure.file().and_then(|f| crate::scan::pressure::read(&f).ok());
+    let a = match cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now(), pressure) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("reaperctl: {e}");

@@ -7,6 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use super::Args;
 use crate::config::{Config, Mode, Sources};
 use crate::ctl::proto::{ReapEvent, ReloadResult, ScanStats, Status, Totals, TreeStatus};
+use crate::report::status::PressureStatus;
 use crate::cycle::Assessment;
 use crate::policy::Verdict;
 use crate::reap::Outcome;
@@ -36,6 +37,8 @@ pub struct Shared {
     pub totals: Totals,
     pub recent: VecDeque<ReapEvent>,
     pub self_uid: u32,
+    /// Memory pressure as last read.
+    pub pressure: PressureStatus,
 }
 
 pub fn unix_now() -> u64 {
@@ -73,6 +76,7 @@ impl Shared {
             totals: self.totals.clone(),
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             filtered_for_uid: (!all).then_some(uid),
+            memory_pressure: Some(self.pressure.clone()),
         }
     }
 

@@ -19,6 +19,7 @@ use super::births::{Births, Born};
 use super::board::{Shared, unix_now};
 use super::exits::ExitWatch;
 use super::notify::Notifier;
+use super::pressure::PressureWatch;
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
 use crate::config::{Config, Mode, Role};
@@ -71,6 +72,8 @@ struct Daemon {
     exits: ExitWatch,
     /// New processes in pidfd mode.
     births: Births,
+    /// Memory pressure: read every cycle, a PSI trigger where allowed.
+    pressure: PressureWatch,
     config: ConfigEvents,
     watchdog: Option<tokio::time::Interval>,
     state_path: PathBuf,
@@ -126,6 +129,7 @@ impl Daemon {
             tracing::info!("{note}");
         }
         let config = ConfigEvents::new(sources.main.as_deref());
+        let pressure = PressureWatch::started(&cfg.pressure);
         let shared = Rc::new(RefCell::new(Shared {
             cfg,
             sources,
@@ -138,6 +142,7 @@ impl Daemon {
             totals: Totals::default(),
             recent: VecDeque::new(),
             self_uid: rustix::process::getuid().as_raw(),
+            pressure: pressure.status(),
         }));
         let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
         let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
@@ -151,6 +156,7 @@ impl Daemon {
             schedule: Schedule::new(),
             exits: ExitWatch::new(connector),
             births: Births::new(),
+            pressure,
             config,
             state_path,
             state_writes: report::log::Repeated::new("state file"),
@@ -194,6 +200,7 @@ impl Daemon {
                 () = self.exits.pidfd_exit() => self.exit_seen().await,
                 () = self.exits.events_ready() => self.intake().await,
                 () = self.births.ready(!self.exits.events()) => self.born(),
+                () = self.pressure.triggered() => self.pressure_rose(),
                 () = tick(self.watchdog.as_mut()) => self.watchdog_ping(),
                 () = self.config.ready() => self.config_file().await,
                 _ = sighup.recv() => self.reload("SIGHUP"),
@@ -262,6 +269,16 @@ impl Daemon {
         }
     }
 
+    /// The PSI trigger fired: read the figure now; scan if the policy would
+    /// cut short the grace of a tree waiting in the grace book.
+    fn pressure_rose(&mut self) -> Step {
+        let seen = self.pressure.read_now();
+        let mut shared = self.shared.borrow_mut();
+        shared.pressure = self.pressure.status();
+        let cut = crate::policy::pressure_skips_grace(&shared.cfg.pressure, seen.as_ref());
+        if cut.is_some() && !self.memory.book.is_empty() { SCAN } else { Step::Idle }
+    }
+
     fn watchdog_ping(&self) -> Step {
         self.notifier.watchdog_ping();
         Step::Idle
@@ -319,6 +336,10 @@ impl Daemon {
                     tracing::info!("config reloaded ({why}): {}", changes.join("; "));
                 }
                 crate::redact::install(new.redactor.clone());
+                if self.pressure.differs(&new.pressure) {
+                    self.pressure = PressureWatch::started(&new.pressure);
+                    self.shared.borrow_mut().pressure = self.pressure.status();
+                }
                 self.shared.borrow_mut().cfg = new;
                 ReloadResult { at_unix: unix_now(), ok: true, messages: changes }
             }
@@ -354,15 +375,28 @@ impl Daemon {
         let mut memory = std::mem::take(&mut self.memory);
         let before = memory.clone();
         let state_file = self.state_path.clone();
+        let pressure_file = self.pressure.file();
         let res = tokio::task::spawn_blocking(move || {
-            let cycle = Cycle { procfs: &procfs, cfg: &cfg, scope, dry_run, state_file: &state_file, kind: Kind::Tick };
+            let seen = pressure_file.map(|f| crate::scan::pressure::read(&f));
+            let pressure = seen.as_ref().and_then(|r| r.as_ref().ok().copied());
+            let cycle = Cycle {
+                procfs: &procfs,
+                cfg: &cfg,
+                scope,
+                dry_run,
+                state_file: &state_file,
+                kind: Kind::Tick,
+                pressure,
+            };
             let done = cycle.run(&mut memory, read);
-            (memory, done)
+            (memory, done, seen)
         })
         .await;
         let done = match res {
-            Ok((memory, done)) => {
+            Ok((memory, done, seen)) => {
                 self.memory = memory;
+                self.pressure.record(seen);
+                self.shared.borrow_mut().pressure = self.pressure.status();
                 done
             }
             Err(e) => {
