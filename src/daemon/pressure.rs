@@ -208,7 +208,8 @@ fn open_trigger(path: &Path, threshold_us: u64) -> io::Result<Option<AsyncFd<Own
         return Ok(None);
     }
     let fd = rustix::fs::open(path, OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())?;
-    let spec = format!("some {threshold_us} {WINDOW_US}");
+    // With its NUL: the kernel overwrites the last byte written with one.
+    let spec = format!("some {threshold_us} {WINDOW_US}\0");
     rustix::io::write(&fd, spec.as_bytes())?;
     Ok(Some(crate::sys::async_fd_with(fd, Interest::PRIORITY)?))
 }

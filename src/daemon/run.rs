@@ -74,6 +74,8 @@ struct Daemon {
     births: Births,
     /// Memory pressure: read every cycle, a PSI trigger where allowed.
     pressure: PressureWatch,
+    /// Desktop notifications of reaps (`[notify] desktop`).
+    desktop: report::desktop::Desktop,
     config: ConfigEvents,
     watchdog: Option<tokio::time::Interval>,
     state_path: PathBuf,
@@ -157,6 +159,7 @@ impl Daemon {
             exits: ExitWatch::new(connector),
             births: Births::new(),
             pressure,
+            desktop: report::desktop::Desktop::new(),
             config,
             state_path,
             state_writes: report::log::Repeated::new("state file"),
@@ -201,6 +204,7 @@ impl Daemon {
                 () = self.exits.events_ready() => self.intake().await,
                 () = self.births.ready(!self.exits.events()) => self.born(),
                 () = self.pressure.triggered() => self.pressure_rose(),
+                () = self.desktop.due() => self.tell_desktop(),
                 () = tick(self.watchdog.as_mut()) => self.watchdog_ping(),
                 () = self.config.ready() => self.config_file().await,
                 _ = sighup.recv() => self.reload("SIGHUP"),
@@ -277,6 +281,13 @@ impl Daemon {
         shared.pressure = self.pressure.status();
         let cut = crate::policy::pressure_skips_grace(&shared.cfg.pressure, seen.as_ref());
         if cut.is_some() && !self.memory.book.is_empty() { SCAN } else { Step::Idle }
+    }
+
+    /// Reaps are waiting to be told and a notification is due: sent in the
+    /// background, so the loop goes on at once.
+    fn tell_desktop(&mut self) -> Step {
+        self.desktop.send();
+        Step::Idle
     }
 
     fn watchdog_ping(&self) -> Step {
@@ -410,7 +421,12 @@ impl Daemon {
             self.state_writes.record(&self.state_path, saved);
         }
         let a = match done.judged {
-            Ok((a, _)) => a,
+            Ok((a, summary)) => {
+                if !dry_run && summary.trees_reaped > 0 && self.shared.borrow().cfg.notify.desktop {
+                    self.desktop.add(summary.trees_reaped as u64, summary.reclaimed_bytes);
+                }
+                a
+            }
             Err(e) => {
                 tracing::error!(reaper_action = "error", "scan failed: {e}");
                 self.schedule.need_full();
