@@ -66,6 +66,9 @@ impl Drop for Bus {
     }
 }
 
+/// `Notify`'s arguments: app, replaces id, icon, summary, body, actions, hints, timeout.
+type NotifyArgs = (String, u32, String, String, String, Vec<String>, HashMap<String, zbus::OwnedVariant>, i32);
+
 /// One `Notify` call as the listener received it.
 #[derive(Debug)]
 struct Notified {
@@ -95,8 +98,7 @@ fn listener(address: &str, answer: bool) -> mpsc::Receiver<Notified> {
                 {
                     continue;
                 }
-                type Args = (String, u32, String, String, String, Vec<String>, HashMap<String, zbus::OwnedVariant>, i32);
-                let (app, _, _, summary, _, _, _, _): Args = msg.body().deserialize().unwrap();
+                let (app, _, _, summary, _, _, _, _): NotifyArgs = msg.body().deserialize().unwrap();
                 let _ = tx.send(Notified { app, summary });
                 if answer {
                     id += 1;
@@ -116,10 +118,7 @@ async fn next(stream: &mut zbus::MessageStream) -> Option<zbus::Result<zbus::Mes
 
 /// Two `claude → npm exec → node playwright-mcp (50 MiB)` trees and a bystander.
 fn two_hosts() -> Sandbox {
-    let tree = || {
-        Spec::new(CLAUDE)
-            .child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT).touch_mib(50)))
-    };
+    let tree = || Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT).touch_mib(50)));
     Sandbox::new(vec![tree(), tree(), Spec::new(BYSTANDER)])
 }
 
@@ -144,7 +143,9 @@ fn daemon(sb: &Sandbox, address: &str) -> Daemon {
 }
 
 fn reaped(d: &Daemon, n: u64) -> Value {
-    d.status_until(Duration::from_secs(10), "the reaps are counted", |st| st["totals"]["trees_reaped"].as_u64() >= Some(n))
+    d.status_until(Duration::from_secs(10), "the reaps are counted", |st| {
+        st["totals"]["trees_reaped"].as_u64() >= Some(n)
+    })
 }
 
 fn orphan(sb: &Sandbox, (host, npm, node): (i32, i32, i32)) {
@@ -163,7 +164,8 @@ fn a_reap_is_one_notification_with_count_and_mib_and_the_next_waits_a_minute() {
     let d = daemon(&sb, &bus.address);
     orphan(&sb, t[0]);
     let st = reaped(&d, 1);
-    let n = notes.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|e| panic!("no Notify ({e}):\n{}", d.log_text()));
+    let n =
+        notes.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|e| panic!("no Notify ({e}):\n{}", d.log_text()));
     let mib = (st["totals"]["reclaimed_bytes"].as_u64().unwrap() + MIB / 2) / MIB;
     assert!(mib >= 40, "the 50 MiB server's memory is counted: {st:#}");
     assert_eq!(n.summary, format!("Reaped 1 orphaned MCP server, {mib} MiB freed"), "{n:?}");

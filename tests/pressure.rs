@@ -39,21 +39,38 @@ fn orphaned() -> (Sandbox, i32, i32, i32) {
 
 /// A stand-in PSI file with `some avg10` at `avg10` percent.
 fn psi_text(avg10: &str) -> String {
-    format!("some avg10={avg10} avg60=3.10 avg300=0.80 total=123456789\nfull avg10=1.00 avg60=0.50 avg300=0.10 total=2345678\n")
+    format!(
+        "some avg10={avg10} avg60=3.10 avg300=0.80 total=123456789\nfull avg10=1.00 avg60=0.50 avg300=0.10 total=2345678\n"
+    )
 }
 
 /// A config with a 3600 s grace and `[pressure]` reading `psi` (threshold 10 %).
 fn config(sb: &Sandbox, psi: &Path, reaper_keys: &str) -> PathBuf {
-    let pressure = format!("[pressure]\nenabled = true\nsome_avg10_percent = 10.0\npath = {:?}\n", psi.display().to_string());
+    let pressure =
+        format!("[pressure]\nenabled = true\nsome_avg10_percent = 10.0\npath = {:?}\n", psi.display().to_string());
     sb.dir().config_with(3600, reaper_keys, &pressure)
 }
 
 /// `mcp-reaperd --once --json --scope S --config C`, asserting exit 0.
 fn once(sb: &Sandbox, cfg: &Path) -> (Value, Output) {
-    let args =
-        [s("--once"), s("--json"), s("--log-target"), s("stderr"), s("--scope"), s(sb.scope_pid()), s("--config"), s(cfg.display())];
+    let args = [
+        s("--once"),
+        s("--json"),
+        s("--log-target"),
+        s("stderr"),
+        s("--scope"),
+        s(sb.scope_pid()),
+        s("--config"),
+        s(cfg.display()),
+    ];
     let out = reaperd(&args);
-    assert_eq!(out.status.code(), Some(0), "mcp-reaperd {args:?}\nstdout:\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "mcp-reaperd {args:?}\nstdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     let v = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr)));
     (v, out)
@@ -140,7 +157,10 @@ fn the_daemon_reads_a_file_without_trigger_every_cycle_and_reaps_when_it_rises()
         st["totals"]["trees_reaped"].as_u64() >= Some(1)
     });
     let ev = &st["recent"][0];
-    assert!(ev["reason"].as_str().unwrap().contains("memory pressure some avg10=23.4% \u{2265} 10%: grace skipped"), "{ev:#}");
+    assert!(
+        ev["reason"].as_str().unwrap().contains("memory pressure some avg10=23.4% \u{2265} 10%: grace skipped"),
+        "{ev:#}"
+    );
     assert_eq!(st["memory_pressure"]["above"], true, "{st:#}");
     let human = text(&d.ctl(&["status"]).stdout);
     assert!(human.contains("pressure: memory some avg10=23.4%"), "{human}");
@@ -158,7 +178,9 @@ fn the_daemon_watches_the_kernels_pressure() {
     // The embedded default: enabled, /proc/pressure/memory.
     let cfg = sb.dir().config_with(60, "interval_secs = 1", "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
-    let st = d.status_until(Duration::from_secs(10), "a pressure figure", |st| st["memory_pressure"]["some_avg10"].is_number());
+    let st = d.status_until(Duration::from_secs(10), "a pressure figure", |st| {
+        st["memory_pressure"]["some_avg10"].is_number()
+    });
     let p = &st["memory_pressure"];
     assert_eq!(p["path"], REAL_PSI, "{p:#}");
     let watch = p["watch"].as_str().unwrap();

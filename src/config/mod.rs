@@ -108,8 +108,7 @@ pub struct PressureSettings {
 impl PressureSettings {
     /// The file to read, when enabled.
     pub fn file(&self) -> Option<PathBuf> {
-        self.enabled
-            .then(|| self.path.clone().unwrap_or_else(|| PathBuf::from(crate::scan::pressure::DEFAULT_PATH)))
+        self.enabled.then(|| self.path.clone().unwrap_or_else(|| PathBuf::from(crate::scan::pressure::DEFAULT_PATH)))
     }
 }
 

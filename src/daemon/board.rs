@@ -7,11 +7,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use super::Args;
 use crate::config::{Config, Mode, Sources};
 use crate::ctl::proto::{ReapEvent, ReloadResult, ScanStats, Status, Totals, TreeStatus};
-use crate::report::status::PressureStatus;
 use crate::cycle::Assessment;
 use crate::policy::Verdict;
 use crate::reap::Outcome;
 use crate::report;
+use crate::report::status::PressureStatus;
 use crate::scan::Process;
 
 /// How many reap events the board remembers.

@@ -184,7 +184,13 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
                 member_count: j.members.len(),
             })
             .collect();
-        let j = OnceJson { mode, outcomes: &done.outcomes, kept: &kept, summary: &summary, memory_pressure: pressure.status() };
+        let j = OnceJson {
+            mode,
+            outcomes: &done.outcomes,
+            kept: &kept,
+            summary: &summary,
+            memory_pressure: pressure.status(),
+        };
         println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
     }
     match done.saved {

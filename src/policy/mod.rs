@@ -21,8 +21,8 @@ use crate::tree::{Forest, TreeShape};
 pub use assessment::Assessment;
 use evidence::adopted;
 pub use grace::GraceBook;
-pub use pressure::skips_grace as pressure_skips_grace;
 use guard::Guard;
+pub use pressure::skips_grace as pressure_skips_grace;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -56,7 +56,10 @@ mod tests {
         };
         let (v, reason) = judged(orphan(), 50.0);
         assert_eq!(v, Verdict::Orphan, "{reason}");
-        assert!(reason.ends_with("memory pressure some avg10=50.0% \u{2265} 10%: grace skipped (3600s of 3600s left)"), "{reason}");
+        assert!(
+            reason.ends_with("memory pressure some avg10=50.0% \u{2265} 10%: grace skipped (3600s of 3600s left)"),
+            "{reason}"
+        );
         let (v, reason) = judged(orphan(), 9.9);
         assert_eq!(v, Verdict::Young, "{reason}");
         assert!(!reason.contains("pressure"), "{reason}");
