@@ -3,14 +3,19 @@
 //! reap an orphan whose 3600 s grace has barely begun, with the figure in the
 //! reason; below it the tree stays young; a missing file is one log line and
 //! the grace holds; the daemon reads the file every cycle (a stand-in file
-//! has no trigger) and reaps once it rises; and, where the kernel has PSI,
-//! the daemon watches the real `/proc/pressure/memory` and shows the figure.
+//! has no trigger) and reaps once it rises; where the kernel has PSI, the
+//! daemon watches the real `/proc/pressure/memory` and shows the figure; and
+//! (root, a memory cgroup) real reclaim stalls in a 16 MiB cgroup fire the
+//! PSI trigger, which wakes a daemon that scans once an hour to reap.
 //!
 //! Safety: every tree lives below its own sandbox scope process, and every
 //! reaper run is `--scope`d to it with a temporary config and state file.
+//! The stalling process is the test's own child, in a cgroup of its own,
+//! killed by its process group's id.
 
 mod common;
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
@@ -44,11 +49,20 @@ fn psi_text(avg10: &str) -> String {
     )
 }
 
-/// A config with a 3600 s grace and `[pressure]` reading `psi` (threshold 10 %).
+/// A config with a 3600 s grace, `reaper_keys`, and a drop-in turning
+/// `[pressure]` on (the tests' config turns it off) with `pressure` keys.
+fn config_pressure(sb: &Sandbox, reaper_keys: &str, pressure: &str) -> PathBuf {
+    let cfg = sb.dir().config_with(3600, reaper_keys, "");
+    let dropins = sb.dir().path().join("config.d");
+    std::fs::create_dir_all(&dropins).unwrap();
+    std::fs::write(dropins.join("50-pressure.toml"), format!("[pressure]\nenabled = true\n{pressure}")).unwrap();
+    cfg
+}
+
+/// [`config_pressure`] reading the stand-in file `psi`, threshold 10 %.
 fn config(sb: &Sandbox, psi: &Path, reaper_keys: &str) -> PathBuf {
-    let pressure =
-        format!("[pressure]\nenabled = true\nsome_avg10_percent = 10.0\npath = {:?}\n", psi.display().to_string());
-    sb.dir().config_with(3600, reaper_keys, &pressure)
+    let keys = format!("some_avg10_percent = 10.0\npath = {:?}\n", psi.display().to_string());
+    config_pressure(sb, reaper_keys, &keys)
 }
 
 /// `mcp-reaperd --once --json --scope S --config C`, asserting exit 0.
@@ -175,8 +189,8 @@ fn the_daemon_watches_the_kernels_pressure() {
         return;
     }
     let sb = Sandbox::new(vec![Spec::new(BYSTANDER)]);
-    // The embedded default: enabled, /proc/pressure/memory.
-    let cfg = sb.dir().config_with(60, "interval_secs = 1", "");
+    // The embedded default's file and threshold: /proc/pressure/memory, 10 %.
+    let cfg = config_pressure(&sb, "interval_secs = 1", "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     let st = d.status_until(Duration::from_secs(10), "a pressure figure", |st| {
         st["memory_pressure"]["some_avg10"].is_number()
@@ -192,4 +206,148 @@ fn the_daemon_watches_the_kernels_pressure() {
     let metrics = text(&d.ctl(&["metrics"]).stdout);
     assert!(metrics.contains("\nmcp_reaper_memory_pressure_some_avg10_percent "), "{metrics}");
     assert!(text(&d.ctl(&["status"]).stdout).contains("pressure: memory some avg10="));
+}
+
+// ------------------------------------------------------------------ the PSI trigger
+
+/// A memory cgroup of the test's own, limited to 16 MiB, with a process in
+/// it that reads a 64 MiB file over and over: reclaim stalls, which the
+/// kernel counts as memory pressure (in the cgroup's `memory.pressure` on
+/// cgroup v2, system-wide in `/proc/pressure/memory` on v1). Stopped (its
+/// process group killed by id, the cgroup removed) on drop.
+struct Thrash {
+    dir: PathBuf,
+    child: Option<std::process::Child>,
+    /// The PSI file its stalls show in.
+    psi: PathBuf,
+    /// Where the file it reads lives.
+    data: common::TempDir,
+}
+
+impl Thrash {
+    /// The cgroup, nothing in it yet; why not, when none can be made here.
+    fn new() -> Result<Thrash, String> {
+        if !common::is_root() {
+            return Err("needs root (to make a memory cgroup)".into());
+        }
+        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| format!("/proc/self/cgroup: {e}"))?;
+        let path_of = |controller: &str| {
+            own.lines().find_map(|l| {
+                let mut f = l.splitn(3, ':');
+                let (_, c, p) = (f.next()?, f.next()?, f.next()?);
+                (c.split(',').any(|c| c == controller)).then(|| p.trim_start_matches('/').to_string())
+            })
+        };
+        let name = format!("mcp-reaper-test-thrash-{}", std::process::id());
+        let v1 = Path::new("/sys/fs/cgroup/memory");
+        let (dir, limit_file, psi) =
+            if let Some(p) = path_of("memory").filter(|_| v1.join("memory.limit_in_bytes").exists()) {
+                let dir = v1.join(p).join(&name);
+                (dir, "memory.limit_in_bytes", PathBuf::from(REAL_PSI))
+            } else if let Some(p) = path_of("") {
+                // v2: a sibling of our own cgroup, where the parent hands out memory.
+                let parent =
+                    Path::new("/sys/fs/cgroup").join(p).parent().map(Path::to_path_buf).ok_or("no parent cgroup")?;
+                let controls = std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+                if !controls.split_whitespace().any(|c| c == "memory") {
+                    return Err(format!("the memory controller is not enabled below {}", parent.display()));
+                }
+                let dir = parent.join(&name);
+                let psi = dir.join("memory.pressure");
+                (dir, "memory.max", psi)
+            } else {
+                return Err("no memory cgroup found in /proc/self/cgroup".into());
+            };
+        std::fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        if let Err(e) = std::fs::write(dir.join(limit_file), "16M") {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(format!("limiting {}: {e}", dir.display()));
+        }
+        Ok(Thrash { dir, child: None, psi, data: common::TempDir::new("thrash") })
+    }
+
+    /// Starts the process that stalls.
+    fn start(&mut self) {
+        let file = self.data.path().join("data");
+        let script = format!(
+            "echo $$ > {procs} && dd if=/dev/zero of={file} bs=1M count=64 2>/dev/null && \
+             while :; do cat {file} > /dev/null; done",
+            procs = self.dir.join("cgroup.procs").display(),
+            file = file.display()
+        );
+        let child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawning sh");
+        self.child = Some(child);
+    }
+
+    /// `some avg10` of its PSI file now.
+    fn avg10(&self) -> f64 {
+        let text = std::fs::read_to_string(&self.psi).unwrap_or_default();
+        let field = text.lines().find(|l| l.starts_with("some ")).and_then(|l| l.split_whitespace().nth(1));
+        field.and_then(|f| f.strip_prefix("avg10=")).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+    }
+}
+
+impl Drop for Thrash {
+    fn drop(&mut self) {
+        // The shell leads a group of its own: it and its `cat`, by the group's id.
+        if let Some(child) = &mut self.child {
+            if let Some(pgid) = rustix::process::Pid::from_raw(child.id().cast_signed()) {
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            }
+            let _ = child.wait();
+        }
+        let procs = self.dir.join("cgroup.procs");
+        wait_until(Duration::from_secs(10), || std::fs::read_to_string(&procs).is_ok_and(|t| t.trim().is_empty()));
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn the_psi_trigger_wakes_the_daemon_to_cut_a_grace_short() {
+    const TEST: &str = "the_psi_trigger_wakes_the_daemon_to_cut_a_grace_short";
+    const THRESHOLD: f64 = 2.0;
+    let mut thrash = match Thrash::new() {
+        Ok(t) => t,
+        Err(why) => return skip(TEST, &why),
+    };
+    // The figure decays over some 10 s: wait for a quiet start (the machine's
+    // own pressure, or this test's last run), or the first cycle would reap.
+    if !wait_until(Duration::from_secs(60), || thrash.avg10() < THRESHOLD / 4.0) {
+        return skip(TEST, &format!("{} stays at some avg10={}%", thrash.psi.display(), thrash.avg10()));
+    }
+    let (sb, npm, node, bystander) = orphaned();
+    // Scans come every hour and nothing execs below the scope: the trigger,
+    // armed on the kernel's file, is what brings the scan that reaps.
+    let keys = format!("some_avg10_percent = {THRESHOLD}\npath = {:?}\n", thrash.psi.display().to_string());
+    let cfg = config_pressure(&sb, "interval_secs = 3600", &keys);
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--no-events"]));
+    let st = d.status_until(Duration::from_secs(10), "the orphan is young", |st| {
+        st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == npm && t["verdict"] == "young"))
+    });
+    if st["memory_pressure"]["watch"] != "trigger" {
+        return skip(TEST, &format!("no PSI trigger on {}: {}", thrash.psi.display(), st["memory_pressure"]));
+    }
+    thrash.start();
+    assert!(
+        wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)),
+        "the orphan outlived 60 s of memory pressure:\n{}\n{}",
+        d.status(),
+        d.log_text()
+    );
+    let st = d.status_until(Duration::from_secs(5), "the reap is counted", |st| {
+        st["totals"]["trees_reaped"].as_u64() >= Some(1)
+    });
+    assert!(st["memory_pressure"]["triggers"].as_u64() >= Some(1), "{st:#}");
+    let reason = st["recent"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("\u{2265} 2%: grace skipped"), "{reason}");
+    assert!(d.count("PSI trigger: memory pressure some avg10=") >= 1, "{}", d.log_text());
+    sb.assert_alive(&[bystander]);
+    drop(thrash);
 }

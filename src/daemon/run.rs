@@ -279,8 +279,13 @@ impl Daemon {
         let seen = self.pressure.read_now();
         let mut shared = self.shared.borrow_mut();
         shared.pressure = self.pressure.status();
-        let cut = crate::policy::pressure_skips_grace(&shared.cfg.pressure, seen.as_ref());
-        if cut.is_some() && !self.memory.book.is_empty() { SCAN } else { Step::Idle }
+        match crate::policy::pressure_skips_grace(&shared.cfg.pressure, seen.as_ref()) {
+            Some(why) if !self.memory.book.is_empty() => {
+                tracing::debug!("PSI trigger: {why}; scanning for trees in their grace");
+                SCAN
+            }
+            _ => Step::Idle,
+        }
     }
 
     /// Reaps are waiting to be told and a notification is due: sent in the
