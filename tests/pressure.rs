@@ -240,24 +240,27 @@ impl Thrash {
         };
         let name = format!("mcp-reaper-test-thrash-{}", std::process::id());
         let v1 = Path::new("/sys/fs/cgroup/memory");
-        let (dir, limit_file, psi) =
-            if let Some(p) = path_of("memory").filter(|_| v1.join("memory.limit_in_bytes").exists()) {
-                let dir = v1.join(p).join(&name);
-                (dir, "memory.limit_in_bytes", PathBuf::from(REAL_PSI))
-            } else if let Some(p) = path_of("") {
-                // v2: a sibling of our own cgroup, where the parent hands out memory.
-                let parent =
-                    Path::new("/sys/fs/cgroup").join(p).parent().map(Path::to_path_buf).ok_or("no parent cgroup")?;
-                let controls = std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
-                if !controls.split_whitespace().any(|c| c == "memory") {
-                    return Err(format!("the memory controller is not enabled below {}", parent.display()));
-                }
-                let dir = parent.join(&name);
-                let psi = dir.join("memory.pressure");
-                (dir, "memory.max", psi)
-            } else {
-                return Err("no memory cgroup found in /proc/self/cgroup".into());
-            };
+        let (dir, limit_file, psi) = if let Some(p) =
+            path_of("memory").filter(|_| v1.join("memory.limit_in_bytes").exists())
+        {
+            let dir = v1.join(p).join(&name);
+            (dir, "memory.limit_in_bytes", PathBuf::from(REAL_PSI))
+        } else if let Some(p) = path_of("") {
+            // v2: a sibling of our own cgroup, where the parent hands out
+            // memory (a child of the root when we are in the root).
+            let root = Path::new("/sys/fs/cgroup");
+            let parent =
+                if p.is_empty() { root.to_path_buf() } else { root.join(&p).parent().unwrap_or(root).to_path_buf() };
+            let controls = std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+            if !controls.split_whitespace().any(|c| c == "memory") {
+                return Err(format!("the memory controller is not enabled below {}", parent.display()));
+            }
+            let dir = parent.join(&name);
+            let psi = dir.join("memory.pressure");
+            (dir, "memory.max", psi)
+        } else {
+            return Err("no memory cgroup found in /proc/self/cgroup".into());
+        };
         std::fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         if let Err(e) = std::fs::write(dir.join(limit_file), "16M") {
             let _ = std::fs::remove_dir(&dir);

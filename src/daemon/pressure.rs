@@ -90,17 +90,25 @@ impl PressureWatch {
                 Some(p)
             }
             Err(e) => {
-                self.off(&format!("cannot read {}: {e}", self.path_text()));
+                if e.kind() == io::ErrorKind::NotFound {
+                    self.off(&format!("{} does not exist (kernel without PSI, or psi=0)", self.path_text()), false);
+                } else {
+                    self.off(&format!("cannot read {}: {e}", self.path_text()), true);
+                }
                 None
             }
         }
     }
 
-    fn off(&mut self, why: &str) {
-        tracing::warn!(
-            reaper_action = "error",
-            "memory pressure: {why}; pressure monitoring is off, the grace is never cut short"
-        );
+    /// Turns the feature off, said once: a warning when the file is there
+    /// but unreadable (`trouble`), a note when the kernel has none.
+    fn off(&mut self, why: &str, trouble: bool) {
+        let line = format!("memory pressure: {why}; pressure monitoring is off, the grace is never cut short");
+        if trouble {
+            tracing::warn!(reaper_action = "error", "{line}");
+        } else {
+            tracing::info!("{line}");
+        }
         self.note = Some(why.to_string());
         self.file = None;
         self.trigger = None;
@@ -129,7 +137,7 @@ impl PressureWatch {
             }
             Ok(None) => self.note = Some("not a kernel PSI file: read every cycle, no trigger".into()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                self.off(&format!("{} does not exist (kernel without PSI, or psi=0)", path.display()));
+                self.off(&format!("{} does not exist (kernel without PSI, or psi=0)", path.display()), false);
             }
             Err(e) => {
                 let why = format!("no PSI trigger on {} ({e}): read every cycle", path.display());

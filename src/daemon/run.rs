@@ -291,7 +291,11 @@ impl Daemon {
     /// Reaps are waiting to be told and a notification is due: sent in the
     /// background, so the loop goes on at once.
     fn tell_desktop(&mut self) -> Step {
-        self.desktop.send();
+        if self.shared.borrow().cfg.notify.desktop {
+            self.desktop.send();
+        } else {
+            self.desktop.clear(); // turned off by a reload meanwhile
+        }
         Step::Idle
     }
 

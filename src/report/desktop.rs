@@ -67,6 +67,11 @@ impl Desktop {
         self.held.bytes += bytes;
     }
 
+    /// Forgets what is held (notifications were turned off).
+    pub fn clear(&mut self) {
+        self.held = Tally::default();
+    }
+
     /// When what is held may be told: `now`, or a minute after the last.
     fn due_at(&self, now: Instant) -> Option<Instant> {
         (self.held.trees > 0).then(|| self.last_sent.map_or(now, |t| t + EVERY))
