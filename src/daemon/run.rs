@@ -274,13 +274,15 @@ impl Daemon {
     }
 
     /// The PSI trigger fired: read the figure now; scan if the policy would
-    /// cut short the grace of a tree waiting in the grace book.
+    /// cut short the grace of a young tree.
     fn pressure_rose(&mut self) -> Step {
         let seen = self.pressure.read_now();
         let mut shared = self.shared.borrow_mut();
         shared.pressure = self.pressure.status();
         match crate::policy::pressure_skips_grace(&shared.cfg.pressure, seen.as_ref()) {
-            Some(why) if !self.memory.book.is_empty() => {
+            // Young trees only: a tree already due (dry-run, or one that
+            // would not die) must not bring a scan every 2 s of pressure.
+            Some(why) if self.schedule.young_waiting() => {
                 tracing::debug!("PSI trigger: {why}; scanning for trees in their grace");
                 SCAN
             }
