@@ -11,10 +11,11 @@
 //! Dependency: `zbus` (default features off, `tokio` only: the message layer
 //! on our runtime, no proxies or object server). Pure Rust, so the packages
 //! need no libdbus. Measured with `cargo build --release` before and after
-//! issue 15's items 3 and 4: mcp-reaperd 4,894,624 → 5,999,104 bytes
-//! (+1,104,480, unstripped; 4,766,560 stripped), of which zbus's own symbols
-//! are ~474 KiB and the pressure code ~12 KiB (the rest: generic code and
-//! unwind tables); reaperctl does not link it (3,952,136 → 3,930,968).
+//! issue 15's items 3 and 4 (pressure and this): mcp-reaperd 4,894,624 →
+//! 5,970,656 bytes (+1,076,032), stripped 3,900,416 → 4,747,280 (+846,864);
+//! zbus's own symbols are ~474 KiB of it, the pressure code ~12 KiB, the rest
+//! generic code and unwind tables. reaperctl does not link it (3,952,136 →
+//! 3,932,712).
 
 use std::cell::Cell;
 use std::collections::HashMap;
