@@ -82,6 +82,7 @@ fn pressure(p: &PressureStatus) -> String {
             p.threshold_percent,
             if p.above { ": orphans skip their grace" } else { "" }
         ),
-        _ => format!("memory: not read ({how}{note})"),
+        _ if p.watch == "off" => format!("off{note}"),
+        _ => format!("memory: not read yet ({how})"),
     }
 }
