@@ -159,7 +159,7 @@ fn main() {
         timings.push(t.elapsed());
 
         let t = Instant::now();
-        let a = cycle::assess(&procfs, &cfg, None, &grace, SystemTime::now()).expect("assess");
+        let a = cycle::assess(&procfs, &cfg, None, &grace, SystemTime::now(), None).expect("assess");
         timings.push(t.elapsed());
         trees = a.judgements.len();
         scanned = a.snapshot.len();
@@ -193,7 +193,8 @@ fn main() {
         for reuse in [Reuse::Cmdlines, Reuse::Unchanged] {
             let t = Instant::now();
             let snap = procfs.rescan(prev.as_ref(), reuse, &none).expect("rescan");
-            let a = cycle::assess_snapshot(&procfs, &cfg, None, &grace, SystemTime::now(), snap, t).expect("assess");
+            let a =
+                cycle::assess_snapshot(&procfs, &cfg, None, &grace, SystemTime::now(), snap, t, None).expect("assess");
             timings.push(t.elapsed());
             prev = Some(a.snapshot);
         }

@@ -58,6 +58,17 @@ pub(crate) fn async_fd(fd: OwnedFd) -> io::Result<tokio::io::unix::AsyncFd<Owned
     unsafe { tokio::io::unix::AsyncFd::register(fd) }.map_err(io::Error::from)
 }
 
+/// Registers an owned fd with the tokio reactor for `interest` only (a PSI
+/// trigger reports `POLLPRI`, nothing else).
+pub(crate) fn async_fd_with(
+    fd: OwnedFd,
+    interest: tokio::io::Interest,
+) -> io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    // SAFETY: as in `async_fd`: the `OwnedFd` is moved into the `AsyncFd`,
+    // which alone can close it, and its raw fd never changes.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, interest) }.map_err(io::Error::from)
+}
+
 /// Makes a child started from `cmd` get SIGKILL when its parent thread dies,
 /// so helper processes of tests and benchmarks never outlive them.
 pub fn kill_with_parent(cmd: &mut std::process::Command) {

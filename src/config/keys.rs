@@ -171,4 +171,12 @@ keys! {
         patterns: RegexList => redact.patterns;
         extra_patterns: RegexList => redact.extra_patterns;
     }
+    [pressure] {
+        enabled: bool => pressure.enabled;
+        some_avg10_percent: f64 = 0.1..=100.0 => pressure.some_avg10_percent;
+        path: FilePath => pressure.path, optional;
+    }
+    [notify] {
+        desktop: bool => notify.desktop;
+    }
 }

@@ -73,6 +73,10 @@ pub struct Config {
     pub redact: RedactLists,
     /// Compiled from `redact`: masks secrets in every command line shown.
     pub redactor: Arc<Redactor>,
+    /// `[pressure]`: memory pressure that cuts the grace short.
+    pub pressure: PressureSettings,
+    /// `[notify]`: what a person is told of reaps.
+    pub notify: NotifySettings,
     /// Files that contributed, in the order applied (the embedded default first).
     pub sources: Vec<String>,
 }
@@ -93,6 +97,31 @@ pub struct RedactLists {
     pub enabled: bool,
     pub patterns: Vec<String>,
     pub extra_patterns: Vec<String>,
+}
+
+/// `[pressure]`: above the threshold, orphan and stale trees skip the rest
+/// of their grace.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PressureSettings {
+    pub enabled: bool,
+    /// `some avg10` at or above this (percent) is pressure.
+    pub some_avg10_percent: f64,
+    /// The PSI file; `None` is `/proc/pressure/memory`.
+    pub path: Option<PathBuf>,
+}
+
+impl PressureSettings {
+    /// The file to read, when enabled.
+    pub fn file(&self) -> Option<PathBuf> {
+        self.enabled.then(|| self.path.clone().unwrap_or_else(|| PathBuf::from(crate::scan::pressure::DEFAULT_PATH)))
+    }
+}
+
+/// `[notify]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NotifySettings {
+    /// A desktop notification over the session D-Bus after reaps.
+    pub desktop: bool,
 }
 
 /// A required key without a value, even in the embedded default.

@@ -176,7 +176,9 @@ fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<cycle::Assessment, ExitCode>
     if let Some(note) = procfs.hidden_notice() {
         eprintln!("reaperctl: note: {note}");
     }
-    cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now()).map_err(|e| {
+    // The pressure the daemon would weigh (nothing when it cannot be read).
+    let pressure = cfg.pressure.file().and_then(|f| crate::scan::pressure::read(&f).ok());
+    cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now(), pressure).map_err(|e| {
         eprintln!("reaperctl: {e}");
         ExitCode::from(exit::assess(&e))
     })

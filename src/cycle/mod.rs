@@ -15,7 +15,7 @@ use std::time::{Instant, SystemTime};
 use crate::config::{Config, Subject};
 use crate::ids::Pid;
 use crate::policy::{self, GraceBook};
-use crate::scan::{ProcFs, Reuse, ScanError, Snapshot};
+use crate::scan::{Pressure, ProcFs, Reuse, ScanError, Snapshot};
 use crate::tree::Forest;
 
 pub use crate::policy::Assessment;
@@ -37,20 +37,23 @@ impl fmt::Display for AssessError {
 
 impl std::error::Error for AssessError {}
 
-/// Scans, builds the trees, loads details where decisions need them, judges.
+/// Scans, builds the trees, loads details where decisions need them, judges
+/// (under the memory `pressure` measured, if any).
 pub fn assess(
     procfs: &ProcFs,
     cfg: &Config,
     scope: Option<Pid>,
     grace: &GraceBook,
     now: SystemTime,
+    pressure: Option<Pressure>,
 ) -> Result<Assessment, AssessError> {
     let started = Instant::now();
     let snap = procfs.snapshot().map_err(AssessError::Scan)?;
-    assess_snapshot(procfs, cfg, scope, grace, now, snap, started)
+    assess_snapshot(procfs, cfg, scope, grace, now, snap, started, pressure)
 }
 
 /// Judges a snapshot already read (fully, or refreshed from process events).
+#[allow(clippy::too_many_arguments)] // the policy's inputs, each its own thing
 pub fn assess_snapshot(
     procfs: &ProcFs,
     cfg: &Config,
@@ -59,6 +62,7 @@ pub fn assess_snapshot(
     now: SystemTime,
     mut snap: Snapshot,
     started: Instant,
+    pressure: Option<Pressure>,
 ) -> Result<Assessment, AssessError> {
     if let Some(s) = scope
         && snap.get(s).is_none()
@@ -72,7 +76,7 @@ pub fn assess_snapshot(
     }
     let mut forest = Forest::build(&snap, &cfg.matcher, scope);
     crate::hostcfg::apply(procfs, cfg, &snap, &mut forest);
-    let inputs = policy::Inputs { config: cfg, grace, now };
+    let inputs = policy::Inputs { config: cfg, grace, now, pressure };
     // Round 1 loads tree members and their ancestors; round 2 the subtrees of
     // stale hosts, which join their trees. Roles are refined with exe paths as
     // they become known, so the trees are recomputed each round.
@@ -121,9 +125,10 @@ pub fn plan(
     scope: Option<Pid>,
     book: &mut GraceBook,
     now: SystemTime,
+    pressure: Option<Pressure>,
 ) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
-    let a = assess(procfs, cfg, scope, book, now)?;
-    plan_from(procfs, cfg, scope, book, now, a)
+    let a = assess(procfs, cfg, scope, book, now, pressure)?;
+    plan_from(procfs, cfg, scope, book, now, a, pressure)
 }
 
 /// The second half of [`plan`]: grace book and re-check, from a judgement made.
@@ -134,6 +139,7 @@ pub fn plan_from(
     book: &mut GraceBook,
     now: SystemTime,
     a: Assessment,
+    pressure: Option<Pressure>,
 ) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
     let candidates: Vec<_> = a.judgements.iter().filter(|j| j.candidate).map(|j| j.root_id(&a.snapshot)).collect();
     book.retain_candidates(candidates, now);
@@ -148,7 +154,7 @@ pub fn plan_from(
     let snap = procfs
         .rescan(Some(&a.snapshot), Reuse::Cmdlines, &std::collections::HashSet::default())
         .map_err(AssessError::Scan)?;
-    let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started)?;
+    let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started, pressure)?;
     let orders = fresh
         .judgements
         .iter()

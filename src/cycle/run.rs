@@ -38,6 +38,8 @@ pub struct Cycle<'a> {
     pub dry_run: bool,
     pub state_file: &'a Path,
     pub kind: Kind,
+    /// Memory pressure measured for this cycle (`None`: not measured).
+    pub pressure: Option<scan::Pressure>,
 }
 
 /// What one cycle hands to the next: the grace clocks, and the last verdict
@@ -80,12 +82,12 @@ impl Cycle<'_> {
         let now = SystemTime::now();
         let before = memory.book.clone();
         let lineage = crate::hostcfg::lineage_changes();
-        let (procfs, cfg, scope) = (self.procfs, self.cfg, self.scope);
+        let (procfs, cfg, scope, pressure) = (self.procfs, self.cfg, self.scope, self.pressure);
         let judged = procfs
             .read(read)
             .map_err(AssessError::Scan)
-            .and_then(|snap| assess_snapshot(procfs, cfg, scope, &memory.book, now, snap, started))
-            .and_then(|a| plan_from(procfs, cfg, scope, &mut memory.book, now, a));
+            .and_then(|snap| assess_snapshot(procfs, cfg, scope, &memory.book, now, snap, started, pressure))
+            .and_then(|a| plan_from(procfs, cfg, scope, &mut memory.book, now, a, pressure));
         // Saved before acting, not after: a reaper killed mid-termination
         // keeps the grace clocks this cycle started.
         let save = match self.kind {

@@ -11,6 +11,7 @@ use crate::cycle::Assessment;
 use crate::policy::Verdict;
 use crate::reap::Outcome;
 use crate::report;
+use crate::report::status::PressureStatus;
 use crate::scan::Process;
 
 /// How many reap events the board remembers.
@@ -40,6 +41,8 @@ pub struct Shared {
     pub self_uid: u32,
     /// `reaperctl run` sessions the last scan saw.
     pub run_sessions: Vec<crate::report::status::RunSession>,
+    /// Memory pressure as last read.
+    pub pressure: PressureStatus,
 }
 
 pub fn unix_now() -> u64 {
@@ -79,6 +82,7 @@ impl Shared {
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             filtered_for_uid: (!all).then_some(uid),
             run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
+            memory_pressure: Some(self.pressure.clone()),
         }
     }
 

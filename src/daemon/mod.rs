@@ -6,6 +6,7 @@ pub mod control;
 mod endings;
 mod exits;
 pub mod notify;
+mod pressure;
 pub mod run;
 mod schedule;
 pub mod watch;
@@ -95,6 +96,8 @@ struct OnceJson<'a> {
     outcomes: &'a [Outcome],
     kept: &'a [KeptTree],
     summary: &'a CycleSummary,
+    /// The memory pressure this run read.
+    memory_pressure: report::status::PressureStatus,
 }
 
 #[derive(Serialize)]
@@ -142,6 +145,8 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
     if let Some(note) = procfs.hidden_notice() {
         tracing::info!("{note}");
     }
+    // Read once per run; a missing file is one log line, and no pressure.
+    let mut pressure = pressure::PressureWatch::new(&cfg.pressure);
     let cycle = Cycle {
         procfs: &procfs,
         cfg,
@@ -149,6 +154,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         dry_run: mode == Mode::DryRun,
         state_file: &state_path,
         kind: Kind::Once,
+        pressure: pressure.read_now(),
     };
     let mut memory = Memory { book, known: HashMap::new() };
     let planned = cycle.plan(&mut memory, Read::Fresh);
@@ -179,7 +185,13 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
                 member_count: j.members.len(),
             })
             .collect();
-        let j = OnceJson { mode, outcomes: &done.outcomes, kept: &kept, summary: &summary };
+        let j = OnceJson {
+            mode,
+            outcomes: &done.outcomes,
+            kept: &kept,
+            summary: &summary,
+            memory_pressure: pressure.status(),
+        };
         println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
     }
     match done.saved {

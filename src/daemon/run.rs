@@ -19,6 +19,7 @@ use super::births::{Births, Born};
 use super::board::{Shared, unix_now};
 use super::exits::ExitWatch;
 use super::notify::Notifier;
+use super::pressure::PressureWatch;
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
 use crate::config::{Config, Mode, Role};
@@ -81,6 +82,10 @@ struct Daemon {
     exits: ExitWatch,
     /// New processes in pidfd mode.
     births: Births,
+    /// Memory pressure: read every cycle, a PSI trigger where allowed.
+    pressure: PressureWatch,
+    /// Desktop notifications of reaps (`[notify] desktop`).
+    desktop: report::desktop::Desktop,
     config: ConfigEvents,
     watchdog: Option<tokio::time::Interval>,
     state_path: PathBuf,
@@ -138,6 +143,7 @@ impl Daemon {
             tracing::info!("{note}");
         }
         let config = ConfigEvents::new(sources.main.as_deref());
+        let pressure = PressureWatch::started(&cfg.pressure);
         let shared = Rc::new(RefCell::new(Shared {
             cfg,
             sources,
@@ -152,6 +158,7 @@ impl Daemon {
             recent: VecDeque::new(),
             self_uid: rustix::process::getuid().as_raw(),
             run_sessions: Vec::new(),
+            pressure: pressure.status(),
         }));
         let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
         let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
@@ -166,6 +173,8 @@ impl Daemon {
             exits: ExitWatch::new(connector),
             births: Births::new(),
             endings: super::endings::Endings::default(),
+            pressure,
+            desktop: report::desktop::Desktop::new(),
             config,
             state_path,
             state_writes: report::log::Repeated::new("state file"),
@@ -209,6 +218,8 @@ impl Daemon {
                 () = self.exits.pidfd_exit() => self.exit_seen().await,
                 () = self.exits.events_ready() => self.intake().await,
                 () = self.births.ready(!self.exits.events()) => self.born(),
+                () = self.pressure.triggered() => self.pressure_rose(),
+                () = self.desktop.due() => self.tell_desktop(),
                 () = tick(self.watchdog.as_mut()) => self.watchdog_ping(),
                 () = self.config.ready() => self.config_file().await,
                 _ = sighup.recv() => self.reload("SIGHUP"),
@@ -277,6 +288,34 @@ impl Daemon {
                 SCAN
             }
         }
+    }
+
+    /// The PSI trigger fired: read the figure now; scan if the policy would
+    /// cut short the grace of a young tree.
+    fn pressure_rose(&mut self) -> Step {
+        let seen = self.pressure.read_now();
+        let mut shared = self.shared.borrow_mut();
+        shared.pressure = self.pressure.status();
+        match crate::policy::pressure_skips_grace(&shared.cfg.pressure, seen.as_ref()) {
+            // Young trees only: a tree already due (dry-run, or one that
+            // would not die) must not bring a scan every 2 s of pressure.
+            Some(why) if self.schedule.young_waiting() => {
+                tracing::debug!("PSI trigger: {why}; scanning for trees in their grace");
+                SCAN
+            }
+            _ => Step::Idle,
+        }
+    }
+
+    /// Reaps are waiting to be told and a notification is due: sent in the
+    /// background, so the loop goes on at once.
+    fn tell_desktop(&mut self) -> Step {
+        if self.shared.borrow().cfg.notify.desktop {
+            self.desktop.send();
+        } else {
+            self.desktop.clear(); // turned off by a reload meanwhile
+        }
+        Step::Idle
     }
 
     fn watchdog_ping(&self) -> Step {
@@ -355,6 +394,10 @@ impl Daemon {
                     tracing::info!("config reloaded ({why}): {}", changes.join("; "));
                 }
                 crate::redact::install(new.redactor.clone());
+                if self.pressure.differs(&new.pressure) {
+                    self.pressure = PressureWatch::started(&new.pressure);
+                    self.shared.borrow_mut().pressure = self.pressure.status();
+                }
                 self.shared.borrow_mut().cfg = new;
                 ReloadResult { at_unix: unix_now(), ok: true, messages: changes }
             }
@@ -390,15 +433,28 @@ impl Daemon {
         let mut memory = std::mem::take(&mut self.memory);
         let before = memory.clone();
         let state_file = self.state_path.clone();
+        let pressure_file = self.pressure.file();
         let res = tokio::task::spawn_blocking(move || {
-            let cycle = Cycle { procfs: &procfs, cfg: &cfg, scope, dry_run, state_file: &state_file, kind: Kind::Tick };
+            let seen = pressure_file.map(|f| crate::scan::pressure::read(&f));
+            let pressure = seen.as_ref().and_then(|r| r.as_ref().ok().copied());
+            let cycle = Cycle {
+                procfs: &procfs,
+                cfg: &cfg,
+                scope,
+                dry_run,
+                state_file: &state_file,
+                kind: Kind::Tick,
+                pressure,
+            };
             let done = cycle.run(&mut memory, read);
-            (memory, done)
+            (memory, done, seen)
         })
         .await;
         let done = match res {
-            Ok((memory, done)) => {
+            Ok((memory, done, seen)) => {
                 self.memory = memory;
+                self.pressure.record(seen);
+                self.shared.borrow_mut().pressure = self.pressure.status();
                 done
             }
             Err(e) => {
@@ -412,7 +468,12 @@ impl Daemon {
             self.state_writes.record(&self.state_path, saved);
         }
         let a = match done.judged {
-            Ok((a, _)) => a,
+            Ok((a, summary)) => {
+                if !dry_run && summary.trees_reaped > 0 && self.shared.borrow().cfg.notify.desktop {
+                    self.desktop.add(summary.trees_reaped as u64, summary.reclaimed_bytes);
+                }
+                a
+            }
             Err(e) => {
                 tracing::error!(reaper_action = "error", "scan failed: {e}");
                 self.schedule.need_full();

@@ -69,6 +69,12 @@ impl Schedule {
         deadline
     }
 
+    /// Whether a tree waits out its grace (a reason to scan early when
+    /// memory pressure would cut it short).
+    pub fn young_waiting(&self) -> bool {
+        self.next_young.is_some()
+    }
+
     /// A scan starts now (or, after the first cycle, the clock starts).
     pub fn mark_scan(&mut self) {
         self.last_scan = Instant::now();

@@ -6,6 +6,7 @@ mod evidence;
 pub(crate) mod grace;
 mod guard;
 mod session;
+mod pressure;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,13 +17,14 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, Role};
 use crate::ids::{Identity, Pid};
 use crate::names::{name, namespace_of};
-use crate::scan::{Process, Snapshot};
+use crate::scan::{Pressure, Process, Snapshot};
 use crate::tree::{Forest, TreeShape};
 pub use assessment::Assessment;
 use evidence::adopted;
 pub use grace::GraceBook;
 use guard::Guard;
 use session::Below;
+pub use pressure::skips_grace as pressure_skips_grace;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -111,6 +113,8 @@ pub struct Inputs<'a> {
     pub config: &'a Config,
     pub grace: &'a GraceBook,
     pub now: SystemTime,
+    /// Memory pressure as last measured (`None`: not measured).
+    pub pressure: Option<Pressure>,
 }
 
 /// Judges every server tree in scope.
@@ -286,6 +290,10 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     let grace = inp.config.grace();
     if seen_for < grace && j.reap {
         let left = grace.checked_sub(seen_for).unwrap();
+        if let Some(why) = pressure::skips_grace(&inp.config.pressure, inp.pressure.as_ref()) {
+            j.reason = format!("{}; {why}: grace skipped ({}s of {}s left)", j.reason, secs_up(left), grace.as_secs());
+            return;
+        }
         j.verdict = Verdict::Young;
         j.reap = false;
         j.grace_left = Some(left);
@@ -294,7 +302,7 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
             j.reason,
             seen_for.as_secs(),
             grace.as_secs(),
-            left.as_secs() + u64::from(left.subsec_nanos() > 0) // rounded up
+            secs_up(left)
         );
     }
 }
@@ -314,6 +322,11 @@ fn namespace_own(snap: &Snapshot, owner: usize, root: usize, how: &str) -> Optio
     }
     (o.sid.is_some() && snap.procs[root].sid == o.sid)
         .then(|| format!("started by {how} in its own session: the namespace's own command, not an orphan"))
+}
+
+/// Whole seconds, rounded up.
+fn secs_up(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 /// How a process adopts orphans, if it does.

@@ -19,6 +19,7 @@ pub(super) struct World {
     scope: Option<Pid>,
     pub(super) book: GraceBook,
     now: SystemTime,
+    pub(super) pressure: Option<crate::scan::Pressure>,
 }
 
 pub(super) fn pid(n: i32) -> Pid {
@@ -42,6 +43,7 @@ impl World {
             scope: None,
             book: GraceBook::default(),
             now: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
+            pressure: None,
         };
         w.add(1, 0, "/sbin/init");
         w
@@ -95,7 +97,7 @@ impl World {
         let snap = Snapshot::from_processes(self.procs.clone(), self.ctx.clone());
         let forest = Forest::build(&snap, &self.cfg.matcher, self.scope);
         let shapes = forest.server_trees(&snap);
-        let inp = Inputs { config: &self.cfg, grace: &self.book, now: self.now };
+        let inp = Inputs { config: &self.cfg, grace: &self.book, now: self.now, pressure: self.pressure };
         let j = judge(&snap, &forest, &shapes, &inp);
         (snap, j)
     }

@@ -42,7 +42,34 @@ pub fn render(s: &Status) -> String {
         "# HELP mcp_reaper_scans_total Scans since the daemon started.\n# TYPE mcp_reaper_scans_total counter\nmcp_reaper_scans_total {}",
         s.scans.count
     );
+    pressure(&mut o, s);
     o
+}
+
+/// Memory pressure gauges, when the daemon measures it.
+fn pressure(o: &mut String, s: &Status) {
+    let Some(p) = &s.memory_pressure else { return };
+    if let Some(v) = p.some_avg10 {
+        let _ = writeln!(
+            o,
+            "# HELP mcp_reaper_memory_pressure_some_avg10_percent Memory pressure (PSI some avg10) at the last read.\n# TYPE mcp_reaper_memory_pressure_some_avg10_percent gauge\nmcp_reaper_memory_pressure_some_avg10_percent {v}"
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_memory_pressure_threshold_percent Pressure at which orphans skip their grace.\n# TYPE mcp_reaper_memory_pressure_threshold_percent gauge\nmcp_reaper_memory_pressure_threshold_percent {}",
+        p.threshold_percent
+    );
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_memory_pressure_above 1 when the last reading is at or above the threshold.\n# TYPE mcp_reaper_memory_pressure_above gauge\nmcp_reaper_memory_pressure_above {}",
+        u8::from(p.above)
+    );
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_memory_pressure_triggers_total Times the PSI trigger woke the daemon.\n# TYPE mcp_reaper_memory_pressure_triggers_total counter\nmcp_reaper_memory_pressure_triggers_total {}",
+        p.triggers
+    );
 }
 
 /// Writes the textfile atomically ([`crate::atomic`]), as the textfile
@@ -81,6 +108,14 @@ mod tests {
             recent: vec![],
             filtered_for_uid: None,
             run_sessions: Vec::new(),
+            memory_pressure: Some(crate::report::status::PressureStatus {
+                watch: "trigger".into(),
+                some_avg10: Some(23.5),
+                threshold_percent: 10.0,
+                above: true,
+                triggers: 3,
+                ..Default::default()
+            }),
         }
     }
 
@@ -111,6 +146,10 @@ mod tests {
         assert_eq!(value("mcp_reaper_trees", Some("young")), 0.0);
         assert_eq!(value("mcp_reaper_last_scan_duration_seconds", None), 0.0125);
         assert_eq!(value("mcp_reaper_last_scan_timestamp_seconds", None), 1_790_000_000.0);
+        assert_eq!(value("mcp_reaper_memory_pressure_some_avg10_percent", None), 23.5);
+        assert_eq!(value("mcp_reaper_memory_pressure_threshold_percent", None), 10.0);
+        assert_eq!(value("mcp_reaper_memory_pressure_above", None), 1.0);
+        assert_eq!(value("mcp_reaper_memory_pressure_triggers_total", None), 3.0);
         assert!(matches!(
             scrape.samples.iter().find(|s| s.metric == "mcp_reaper_reaped_trees_total").unwrap().value,
             prometheus_parse::Value::Counter(_)

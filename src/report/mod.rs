@@ -1,6 +1,7 @@
 //! Stage 5: words and JSON. Nothing here decides or acts. This file: the
 //! small units (bytes, ages) every view shares.
 
+pub mod desktop;
 pub mod human;
 pub mod journal;
 pub mod json;

@@ -167,6 +167,9 @@ pub struct Status {
     /// `reaperctl run` sessions seen by the last scan (visible to the asking user).
     #[serde(default)]
     pub run_sessions: Vec<RunSession>,
+    /// Memory pressure as last seen (`None` from a daemon without it).
+    #[serde(default)]
+    pub memory_pressure: Option<PressureStatus>,
 }
 
 /// A `reaperctl run` session as the last scan saw it.
@@ -188,6 +191,30 @@ pub struct RunSession {
     pub memory_source: String,
     /// Owner of the wrapper.
     pub uid: Option<u32>,
+}
+
+/// Memory pressure (PSI) as the daemon last read it, and what it does with it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PressureStatus {
+    /// "trigger" (a PSI trigger wakes the daemon; the file is read every
+    /// cycle too), "each-cycle" (read every cycle), or "off".
+    pub watch: String,
+    /// The PSI file (also when off).
+    pub path: Option<String>,
+    /// `pressure.some_avg10_percent`.
+    pub threshold_percent: f64,
+    /// The last reading, in percent of wall time stalled.
+    pub some_avg10: Option<f64>,
+    pub some_avg60: Option<f64>,
+    pub some_avg300: Option<f64>,
+    pub full_avg10: Option<f64>,
+    pub read_at_unix: Option<u64>,
+    /// At or above the threshold: orphan and stale trees skip their grace.
+    pub above: bool,
+    /// How often the trigger woke the daemon.
+    pub triggers: u64,
+    /// Why it is off, or why there is no trigger.
+    pub note: Option<String>,
 }
 
 /// Counts per verdict, every verdict present.

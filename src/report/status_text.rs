@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::status::Status;
+use super::status::{PressureStatus, Status};
 use super::{age, bytes};
 
 /// The human view of `reaperctl status`.
@@ -28,6 +28,9 @@ pub fn render(s: &Status) -> String {
         "scans:    {} (last {:.1} ms over {} processes)",
         s.scans.count, s.scans.last_duration_ms, s.scans.last_processes
     );
+    if let Some(p) = &s.memory_pressure {
+        let _ = writeln!(o, "pressure: {}", pressure(p));
+    }
     // By name, as when the protocol's verdicts were strings.
     let mut counts: Vec<(&str, usize)> =
         s.by_verdict.iter().filter(|(_, n)| **n > 0).map(|(v, &n)| (v.as_str(), n)).collect();
@@ -84,4 +87,23 @@ pub fn render(s: &Status) -> String {
         let _ = writeln!(o, "(showing only trees of uid {uid})");
     }
     o
+}
+
+/// "memory some avg10=23.4% avg60=5.0% avg300=1.2% (threshold 10%: grace skipped; PSI trigger)".
+fn pressure(p: &PressureStatus) -> String {
+    let how = match p.watch.as_str() {
+        "trigger" => "PSI trigger".to_string(),
+        "each-cycle" => "read every cycle".to_string(),
+        other => other.to_string(),
+    };
+    let note = p.note.as_ref().map(|n| format!(": {n}")).unwrap_or_default();
+    match (p.some_avg10, p.some_avg60, p.some_avg300) {
+        (Some(a10), Some(a60), Some(a300)) => format!(
+            "memory some avg10={a10:.1}% avg60={a60:.1}% avg300={a300:.1}% (threshold {}%{}; {how})",
+            p.threshold_percent,
+            if p.above { ": orphans skip their grace" } else { "" }
+        ),
+        _ if p.watch == "off" => format!("off{note}"),
+        _ => format!("memory: not read yet ({how})"),
+    }
 }

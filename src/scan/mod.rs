@@ -15,6 +15,7 @@ mod details;
 pub mod events;
 mod incremental;
 pub mod parse;
+pub mod pressure;
 pub mod process;
 mod procfs;
 
@@ -23,6 +24,7 @@ use std::path::PathBuf;
 
 pub use incremental::{Read, Reuse};
 pub use parse::{MemInfo, Rollup};
+pub use pressure::Pressure;
 pub use process::{Context, Details, FdKind, FdTarget, ProcState, Process, Snapshot, Unit, boot_tick};
 pub use procfs::ProcFs;
 

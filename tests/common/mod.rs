@@ -49,7 +49,9 @@ impl TempDir {
 
     /// A reaper config for tests: no grace unless asked, every uid a target
     /// (tests may run as root; a non-root reaper only targets its own uid
-    /// anyway), and a private state file so no daemon's grace book leaks in.
+    /// anyway), a private state file so no daemon's grace book leaks in, and
+    /// memory pressure ignored (a busy test machine must not cut a grace
+    /// short; tests/pressure.rs turns it on in a drop-in).
     /// `extra` is appended verbatim (e.g. a `[patterns]` section).
     pub fn config(&self, grace_secs: u64, extra: &str) -> PathBuf {
         self.config_with(grace_secs, "", extra)
@@ -65,7 +67,7 @@ impl TempDir {
     pub fn config_text(&self, grace_secs: u64, reaper_keys: &str, extra: &str) -> String {
         let state = self.path.join("state.json");
         format!(
-            "[reaper]\ngrace_secs = {grace_secs}\nmin_uid = 0\n{reaper_keys}\n\n[daemon]\nstate_file = {:?}\n\n{extra}",
+            "[reaper]\ngrace_secs = {grace_secs}\nmin_uid = 0\n{reaper_keys}\n\n[daemon]\nstate_file = {:?}\n\n{extra}\n\n[pressure]\nenabled = false\n",
             state.display().to_string()
         )
     }
