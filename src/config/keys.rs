@@ -8,7 +8,7 @@
 //! A line reads `key: Kind [= bounds] => place in Config [, optional];`.
 //! The kinds and their checks are in [`super::kinds`].
 
-use super::kinds::{FilePath, Kind, RegexList, RoleList, SocketPath};
+use super::kinds::{FilePath, Kind, RegexList, RoleList, SocketList, SocketPath};
 use super::layer::Layer;
 use super::{Config, ConfigErrors, Mode};
 
@@ -161,6 +161,10 @@ keys! {
         socket: SocketPath => socket, optional;
         state_file: FilePath => state_file, optional;
         metrics_textfile: FilePath => metrics_textfile, optional;
+    }
+    [containers] {
+        stop_containers: bool => containers.stop;
+        engine_sockets: SocketList => containers.engine_sockets;
     }
     [redact] {
         enabled: bool => redact.enabled;

@@ -165,12 +165,14 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
             return ExitCode::from(exit::assess(&e));
         }
     };
+    // Trees to reap with a `docker|podman run` client: which container would be stopped.
+    let containers = cycle::container_plans(&a, &procfs, &cfg);
+    let r = report::json::build_with(&a, containers);
     if args.json {
-        let r = report::json::build(&a);
         println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
     } else {
         let users = report::human::user_names();
-        print!("{}", report::human::render(&a, &users, report::human::terminal_width()));
+        print!("{}", report::human::render_report(&a, r, &users, report::human::terminal_width()));
     }
     ExitCode::from(exit::OK)
 }

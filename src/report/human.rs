@@ -41,9 +41,9 @@ fn cut(s: &str, width: Option<usize>, used: usize) -> String {
 
 /// Renders the scan. `width`: cut lines to it (a terminal), or `None` (a pipe).
 #[allow(clippy::implicit_hasher)] // one caller, one map
-pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>) -> String {
+/// The scan's text, from its report (`json::build_with`: with container plans).
+pub fn render_report(a: &Assessment, report: json::ScanReport, users: &HashMap<u32, String>, width: Option<usize>) -> String {
     let snap = &a.snapshot;
-    let report = json::build(a);
     let mut out = String::new();
     if report.trees.is_empty() {
         let _ = writeln!(out, "No MCP server trees found among {} processes.", snap.len());
@@ -91,6 +91,9 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
                 let cmd = format!("{}{}", branch(&depths, k), super::printable(&m.cmdline));
                 let used = line.chars().count();
                 let _ = writeln!(out, "{line}{}", cut(&cmd, width, used));
+            }
+            for c in &t.containers {
+                let _ = writeln!(out, "    {}", cut(&super::printable(&c.plan), width, 4));
             }
         }
         out.push('\n');
