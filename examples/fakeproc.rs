@@ -44,6 +44,11 @@
 //!   with the other argv: readers of `/proc` may see either, or one in their
 //!   first read and the other in their second. The ready line is written once.
 //!
+//! - `real`: the child is not this program but the real program `argv[0]`
+//!   (found on `PATH`) with `argv[1..]`, and the environment variables in
+//!   `env` added: a host stand-in's real `docker run -i` client. The parent
+//!   writes the child's ready line; the child's own switches are ignored.
+//!
 //! And `stdio`, what the parent connects this process's fd 0 and fd 1 to
 //! (fd 2 is always inherited):
 //! - `"pipe"` (the default): two pipes, fd 0 the read end of one and fd 1
@@ -146,6 +151,10 @@ struct Spec {
     pad_kib: usize,
     #[serde(default)]
     stdio: StdioKind,
+    #[serde(default)]
+    real: bool,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
 }
 
 fn fail(msg: &str) -> ! {
@@ -224,10 +233,16 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     let json = serde_json::to_string(child).expect("a spec serializes");
     // Through another path (a symlink to this program) the kernel names the
     // process after that path: a way to get any comm.
-    let mut cmd = Command::new(child.exe.as_deref().unwrap_or(exe));
-    cmd.arg0(OsStr::from_bytes(child.argv[0].bytes()))
-        .args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
-        .env("FAKEPROC", json);
+    let mut cmd = if child.real {
+        let mut c = Command::new(OsStr::from_bytes(child.argv[0].bytes()));
+        c.env_remove("FAKEPROC").envs(&child.env);
+        c
+    } else {
+        let mut c = Command::new(child.exe.as_deref().unwrap_or(exe));
+        c.arg0(OsStr::from_bytes(child.argv[0].bytes())).env("FAKEPROC", json);
+        c
+    };
+    cmd.args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())));
     // The parent's end of a socketpair, held (like the pipe ends below) for
     // as long as this process lives.
     let mut keep: Option<OwnedFd> = None;
@@ -267,6 +282,9 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     #[allow(clippy::zombie_processes, reason = "reaped by a subreaper, or left a zombie like real programs leave them")]
     let mut spawned = cmd.spawn().unwrap_or_else(|e| fail(&format!("spawning child: {e}")));
     drop(cmd); // the child's ends of a socketpair: closed here
+    if child.real {
+        write_ready(spawned.id(), std::process::id(), &child.argv);
+    }
     if let Some(stdin) = spawned.stdin.take() {
         let _ = stdin.into_raw_fd();
     }
@@ -275,6 +293,29 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     }
     if let Some(fd) = keep {
         let _ = fd.into_raw_fd();
+    }
+}
+
+/// Appends `"<pid> <ppid> <argv>\n"` to `FAKEPROC_READY` (if set), in one write.
+fn write_ready(pid: u32, ppid: u32, argv: &[Arg]) {
+    let Some(path) = std::env::var_os("FAKEPROC_READY") else { return };
+    let mut line = format!("{pid} {ppid} ").into_bytes();
+    for (i, a) in argv.iter().enumerate() {
+        if i > 0 {
+            line.push(b' ');
+        }
+        line.extend_from_slice(a.bytes());
+    }
+    line.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .unwrap_or_else(|e| fail(&format!("opening FAKEPROC_READY: {e}")));
+    match f.write(&line) {
+        Ok(n) if n == line.len() => {}
+        Ok(_) => fail("short write to FAKEPROC_READY"),
+        Err(e) => fail(&format!("writing FAKEPROC_READY: {e}")),
     }
 }
 
@@ -359,25 +400,8 @@ fn main() {
         std::mem::forget(mem);
     }
 
-    if let Some(path) = std::env::var_os("FAKEPROC_READY").filter(|_| std::env::var_os("FAKEPROC_FLIPPED").is_none()) {
-        let mut line = format!("{} {} ", std::process::id(), std::os::unix::process::parent_id()).into_bytes();
-        for (i, a) in spec.argv.iter().enumerate() {
-            if i > 0 {
-                line.push(b' ');
-            }
-            line.extend_from_slice(a.bytes());
-        }
-        line.push(b'\n');
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
-            .unwrap_or_else(|e| fail(&format!("opening FAKEPROC_READY: {e}")));
-        match f.write(&line) {
-            Ok(n) if n == line.len() => {}
-            Ok(_) => fail("short write to FAKEPROC_READY"),
-            Err(e) => fail(&format!("writing FAKEPROC_READY: {e}")),
-        }
+    if std::env::var_os("FAKEPROC_FLIPPED").is_none() {
+        write_ready(std::process::id(), std::os::unix::process::parent_id(), &spec.argv);
     }
 
     if spec.exit_after_spawn {

@@ -26,9 +26,9 @@ pub fn attach(orders: &mut [Order], snap: &Snapshot, procfs: &ProcFs, cfg: &Conf
             let age = Duration::from_secs_f64(snap.age_secs(p));
             let started = snap.taken_at.unwrap_or_else(SystemTime::now) - age;
             let cwd = std::fs::read_link(procfs.root().join(format!("{}/cwd", id.pid))).ok();
-            let engines = run
-                .unix_socket()
-                .and_then(|named| engine::sockets(run.engine.unwrap_or(engine::EngineKind::Docker), named, &cfg.containers.engine_sockets));
+            let engines = run.unix_socket().and_then(|named| {
+                engine::sockets(run.engine.unwrap_or(engine::EngineKind::Docker), named, &cfg.containers.engine_sockets)
+            });
             asks.push((i, Client { pid: id.pid.get(), started, run, cwd }, engines));
         }
     }
@@ -95,4 +95,3 @@ pub fn describe(p: &ContainerPlan) -> String {
         Err(why) => format!("container of client {} ({}) would not be stopped: {why}", p.client, p.image),
     }
 }
-

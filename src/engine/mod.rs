@@ -69,7 +69,9 @@ impl Engine {
         let r = self.call(Method::GET, path, CALL_LIMIT).await?;
         match r.status {
             404 => Ok(None),
-            200..=299 => serde_json::from_slice(&r.body).map(Some).map_err(|e| self.err(format!("bad answer to {path}: {e}"))),
+            200..=299 => {
+                serde_json::from_slice(&r.body).map(Some).map_err(|e| self.err(format!("bad answer to {path}: {e}")))
+            }
             s => Err(self.err(format!("{path} answered HTTP {s}"))),
         }
     }

@@ -101,7 +101,12 @@ impl ContainerOutcome {
     /// For the outcome line: `container NAME (image) stopped, 12.0 MiB`.
     pub fn words(&self) -> String {
         let Some(name) = &self.name else {
-            return format!("container of client {} ({}) not stopped: {}", self.client_pid, self.image, self.note.as_deref().unwrap_or("?"));
+            return format!(
+                "container of client {} ({}) not stopped: {}",
+                self.client_pid,
+                self.image,
+                self.note.as_deref().unwrap_or("?")
+            );
         };
         let mut s = if self.ended == Ended::WouldStop {
             format!("would stop container {name} ({})", self.image)
@@ -122,7 +127,11 @@ impl ContainerOutcome {
 }
 
 /// Ends every planned container at once; in dry run only reads its memory.
-pub(super) fn end_all(plans: Vec<(usize, ContainerPlan)>, term_timeout: Duration, dry_run: bool) -> Vec<(usize, ContainerOutcome)> {
+pub(super) fn end_all(
+    plans: Vec<(usize, ContainerPlan)>,
+    term_timeout: Duration,
+    dry_run: bool,
+) -> Vec<(usize, ContainerOutcome)> {
     if plans.is_empty() {
         return Vec::new();
     }

@@ -22,8 +22,8 @@ use crate::ids::{Identity, Pid};
 use crate::policy::Verdict;
 use crate::scan::{MemInfo, ProcFs, Process, Snapshot};
 use crate::sys;
-use outcome::outcome;
 pub use container::{ContainerOutcome, ContainerPlan, Ended};
+use outcome::outcome;
 pub use outcome::{Memory, Outcome};
 use signal::{plan_groups, signal_members, signal_run};
 use wait::wait;
@@ -117,8 +117,11 @@ pub fn terminate_with(procfs: &ProcFs, orders: Vec<Order>, s: &Settings, judged:
         fresh = procfs.snapshot().ok();
         fresh.as_ref()
     };
-    let plans: Vec<(usize, ContainerPlan)> =
-        runs.iter_mut().enumerate().flat_map(|(i, r)| std::mem::take(&mut r.order.containers).into_iter().map(move |p| (i, p))).collect();
+    let plans: Vec<(usize, ContainerPlan)> = runs
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(i, r)| std::mem::take(&mut r.order.containers).into_iter().map(move |p| (i, p)))
+        .collect();
     if s.dry_run {
         // Same path up to here (pidfds opened, identities re-checked, memory
         // read); the plan for every group is computed, nothing is sent.

@@ -42,7 +42,12 @@ fn cut(s: &str, width: Option<usize>, used: usize) -> String {
 /// Renders the scan. `width`: cut lines to it (a terminal), or `None` (a pipe).
 #[allow(clippy::implicit_hasher)] // one caller, one map
 /// The scan's text, from its report (`json::build_with`: with container plans).
-pub fn render_report(a: &Assessment, report: json::ScanReport, users: &HashMap<u32, String>, width: Option<usize>) -> String {
+pub fn render_report(
+    a: &Assessment,
+    report: json::ScanReport,
+    users: &HashMap<u32, String>,
+    width: Option<usize>,
+) -> String {
     let snap = &a.snapshot;
     let mut out = String::new();
     if report.trees.is_empty() {

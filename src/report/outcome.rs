@@ -212,7 +212,10 @@ mod tests {
         });
         let line = o.line();
         assert!(line.contains("; container srv (mcp/github) killed and removed, 3 MiB"), "{line}");
-        assert!(line.contains("; container of client 4244 (mcp/x) not stopped: engine at /x.sock: cannot connect"), "{line}");
+        assert!(
+            line.contains("; container of client 4244 (mcp/x) not stopped: engine at /x.sock: cannot connect"),
+            "{line}"
+        );
         let v = serde_json::to_value(&o).unwrap();
         assert_eq!(v["containers"][0]["name"], "srv");
         assert_eq!(v["containers"][0]["memory_bytes"], 3 << 20);

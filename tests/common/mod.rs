@@ -222,6 +222,8 @@ pub struct Spec {
     pad_kib: usize,
     /// `"pipe"`, `"socket"`, `"null"` or `"inherit"` (see examples/fakeproc.rs).
     stdio: &'static str,
+    real: bool,
+    env: Vec<(String, String)>,
 }
 
 impl Spec {
@@ -243,7 +245,22 @@ impl Spec {
             flip: Vec::new(),
             pad_kib: 0,
             stdio: "pipe",
+            real: false,
+            env: Vec::new(),
         }
+    }
+
+    /// The real program `argv[0]` (on `PATH`), not a stand-in: e.g. a
+    /// host's `docker run -i` client. Its parent writes its ready line.
+    pub fn real(mut self) -> Spec {
+        self.real = true;
+        self
+    }
+
+    /// An environment variable for a [`Spec::real`] program.
+    pub fn env(mut self, key: &str, value: &str) -> Spec {
+        self.env.push((key.to_string(), value.to_string()));
+        self
     }
 
     /// argv with arbitrary bytes (not necessarily UTF-8).
@@ -380,6 +397,8 @@ impl Spec {
             "flip": self.flip,
             "pad_kib": self.pad_kib,
             "stdio": self.stdio,
+            "real": self.real,
+            "env": self.env.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         })
     }
 
