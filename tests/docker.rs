@@ -170,7 +170,7 @@ impl Drop for Engine {
     }
 }
 
-/// A host stand-in and its real `docker run -i --rm` client (DOCKER_HOST in
+/// A host stand-in and its real `docker run -i --rm` client (`DOCKER_HOST` in
 /// its environment, so the reaper finds the engine through its config).
 fn host_with_client(e: &Engine, host: &str, cmd: &[&str]) -> Spec {
     let mut argv = vec![e.docker.to_str().unwrap(), "run", "-i", "--rm", "--network", "none", IMAGE];

@@ -172,7 +172,7 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
     } else {
         let users = report::human::user_names();
-        print!("{}", report::human::render_report(&a, r, &users, report::human::terminal_width()));
+        print!("{}", report::human::render_report(&a, &r, &users, report::human::terminal_width()));
     }
     ExitCode::from(exit::OK)
 }

@@ -26,9 +26,10 @@ pub fn attach(orders: &mut [Order], snap: &Snapshot, procfs: &ProcFs, cfg: &Conf
             let age = Duration::from_secs_f64(snap.age_secs(p));
             let started = snap.taken_at.unwrap_or_else(SystemTime::now) - age;
             let cwd = std::fs::read_link(procfs.root().join(format!("{}/cwd", id.pid))).ok();
-            let engines = run.unix_socket().and_then(|named| {
-                engine::sockets(run.engine.unwrap_or(engine::EngineKind::Docker), named, &cfg.containers.engine_sockets)
-            });
+            let kind = run.engine.unwrap_or(engine::EngineKind::Docker);
+            let uid = p.uid().map(|u| u.0);
+            let engines =
+                run.unix_socket().and_then(|named| engine::sockets(kind, named, &cfg.containers.engine_sockets, uid));
             asks.push((i, Client { pid: id.pid.get(), started, run, cwd }, engines));
         }
     }

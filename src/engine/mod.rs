@@ -56,7 +56,7 @@ impl Engine {
         Engine { socket: socket.into() }
     }
 
-    fn err(&self, what: impl ToString) -> EngineError {
+    fn err(&self, what: impl std::fmt::Display) -> EngineError {
         EngineError { socket: self.socket.clone(), what: what.to_string() }
     }
 
@@ -127,26 +127,35 @@ fn is_ref(s: &str) -> bool {
         && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
-/// The sockets to ask about a client of `kind`: the one it names, or the
-/// configured ones then the usual places, each only if this reaper may use
-/// it. `Err` says why none may be asked.
-pub fn sockets(kind: EngineKind, named: Option<PathBuf>, configured: &[PathBuf]) -> Result<Vec<Engine>, String> {
+/// The sockets to ask about a client of `kind` run by `client_uid`: the one
+/// it names, or the configured ones then the usual places (for a root
+/// reaper also the client's user's rootless engine), each only if this
+/// reaper may use it. `Err` says why none may be asked.
+pub fn sockets(
+    kind: EngineKind,
+    named: Option<PathBuf>,
+    configured: &[PathBuf],
+    client_uid: Option<u32>,
+) -> Result<Vec<Engine>, String> {
     let euid = rustix::process::geteuid();
     let owner = (!euid.is_root()).then(|| euid.as_raw());
     let check = |p: &Path| usable(p, owner);
     if let Some(p) = named {
         return check(&p).map(|()| vec![Engine::new(p)]);
     }
-    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let mut runtime: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).into_iter().collect();
+    if let Some(uid) = client_uid.filter(|&u| u != 0 && owner.is_none()) {
+        runtime.push(PathBuf::from(format!("/run/user/{uid}")));
+    }
     let mut all: Vec<PathBuf> = configured.to_vec();
     match kind {
         EngineKind::Docker => {
             all.push("/var/run/docker.sock".into());
-            all.extend(runtime.map(|r| r.join("docker.sock")));
+            all.extend(runtime.iter().map(|r| r.join("docker.sock")));
         }
         EngineKind::Podman => {
             all.push("/run/podman/podman.sock".into());
-            all.extend(runtime.map(|r| r.join("podman/podman.sock")));
+            all.extend(runtime.iter().map(|r| r.join("podman/podman.sock")));
         }
     }
     let mut out: Vec<Engine> = Vec::new();
@@ -219,9 +228,9 @@ mod tests {
 
     #[test]
     fn sockets_skip_what_does_not_exist_and_say_why() {
-        let e = sockets(EngineKind::Podman, None, &[PathBuf::from("/nonexistent/x.sock")]).unwrap_err();
+        let e = sockets(EngineKind::Podman, None, &[PathBuf::from("/nonexistent/x.sock")], Some(4242)).unwrap_err();
         assert!(e.contains("no podman engine socket") && e.contains("/nonexistent/x.sock"), "{e}");
-        let e = sockets(EngineKind::Docker, Some("/etc/passwd".into()), &[]).unwrap_err();
+        let e = sockets(EngineKind::Docker, Some("/etc/passwd".into()), &[], None).unwrap_err();
         assert!(e.contains("is no socket"), "{e}");
     }
 

@@ -121,7 +121,7 @@ impl RunArgs {
             }
             k += if skip_next { 2 } else { 1 };
         }
-        r.image = argv.get(k)?.clone();
+        r.image.clone_from(argv.get(k)?);
         r.command = argv[k + 1..].to_vec();
         Some(r)
     }

@@ -5,6 +5,7 @@
 //! remove it itself. Which container is the plan's ([`ContainerPlan`]); this
 //! file only acts on it. Runs beside the signal waves, on a thread of its own.
 
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -117,10 +118,10 @@ impl ContainerOutcome {
             s.push_str(" and removed");
         }
         if let Some(m) = self.memory_bytes {
-            s.push_str(&format!(", {}", crate::report::bytes(m)));
+            let _ = write!(s, ", {}", crate::report::bytes(m));
         }
         if let Some(n) = &self.note {
-            s.push_str(&format!(" ({n})"));
+            let _ = write!(s, " ({n})");
         }
         s
     }
@@ -179,9 +180,7 @@ async fn end_one(p: &ContainerPlan, t: u64, dry_run: bool) -> ContainerOutcome {
         o.ended = Ended::WouldStop;
         return o;
     }
-    if !now.state.running {
-        o.ended = Ended::Gone;
-    } else {
+    if now.state.running {
         if let Err(err) = e.stop(&c.id, t).await {
             // Slow or refusing: the kill below still has its chance.
             o.note = Some(err.to_string());
@@ -203,6 +202,8 @@ async fn end_one(p: &ContainerPlan, t: u64, dry_run: bool) -> ContainerOutcome {
             Ok(None) => o.ended = Ended::Stopped,
             Err(err) => return failed(o, err),
         }
+    } else {
+        o.ended = Ended::Gone;
     }
     o.removed = remove_if_asked(&e, c).await.unwrap_or_else(|err| {
         o.note = Some(err.to_string());

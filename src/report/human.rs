@@ -44,7 +44,7 @@ fn cut(s: &str, width: Option<usize>, used: usize) -> String {
 /// The scan's text, from its report (`json::build_with`: with container plans).
 pub fn render_report(
     a: &Assessment,
-    report: json::ScanReport,
+    report: &json::ScanReport,
     users: &HashMap<u32, String>,
     width: Option<usize>,
 ) -> String {

@@ -12,7 +12,10 @@ use crate::reap::{ContainerOutcome, Memory, Outcome};
 impl Outcome {
     /// `; container NAME (image) killed and removed, 1.2 MiB` per run client.
     fn container_words(&self) -> String {
-        self.containers.iter().map(|c| format!("; {}", c.words())).collect()
+        self.containers.iter().fold(String::new(), |mut s, c| {
+            let _ = write!(s, "; {}", c.words());
+            s
+        })
     }
 
     /// The one log line per tree.
