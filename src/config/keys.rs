@@ -162,13 +162,13 @@ keys! {
         state_file: FilePath => state_file, optional;
         metrics_textfile: FilePath => metrics_textfile, optional;
     }
-    [containers] {
-        stop_containers: bool => containers.stop;
-        engine_sockets: SocketList => containers.engine_sockets;
-    }
     [redact] {
         enabled: bool => redact.enabled;
         patterns: RegexList => redact.patterns;
         extra_patterns: RegexList => redact.extra_patterns;
+    }
+    [containers] {
+        stop_containers: bool => containers.stop;
+        engine_sockets: SocketList => containers.engine_sockets;
     }
 }
