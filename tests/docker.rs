@@ -2,7 +2,8 @@
 //! engine: a `dockerd` of the test's own (its data root, exec root and socket
 //! in a temp dir; no iptables, no bridge; containers run with `--network
 //! none`) and an image imported from a busybox rootfs (no registry needed).
-//! Podman is not covered here (not packaged on the CI machines).
+//! Podman likewise where it is installed: a `podman system service` of the
+//! test's own (its storage and socket in a temp dir), clients `podman --url`.
 //!
 //! Safety: the docker clients are real programs below a sandbox scope (a
 //! host stand-in's children, stdin a pipe as a host gives it); every reaper
@@ -27,12 +28,24 @@ const IMAGE: &str = "busybox-stdio-server";
 /// outlives the end of its input (its host's death closes the client's stdin).
 const STUBBORN: &[&str] = &["sh", "-c", "trap '' TERM; cat; sleep 100000"];
 
-/// A dockerd of the test's own, stopped (by its pid) on drop.
+/// A dockerd (or podman API service) of the test's own, stopped (by its
+/// pid) on drop.
 struct Engine {
     dockerd: Child,
+    /// The client: docker, or podman.
     docker: PathBuf,
+    podman: bool,
     sock: PathBuf,
     dir: TempDir,
+}
+
+/// busybox for the image, or the skip printed.
+fn busybox(test: &str) -> Option<PathBuf> {
+    let b = find_tool("busybox").or_else(|| Some(PathBuf::from("/bin/busybox")).filter(|p| p.exists()));
+    if b.is_none() {
+        skip(test, "busybox is not installed (Debian: apt-get install busybox-static)");
+    }
+    b
 }
 
 impl Engine {
@@ -47,14 +60,10 @@ impl Engine {
             skip(test, "docker is not installed (Debian: apt-get install docker.io)");
             return None;
         };
-        let Some(busybox) = find_tool("busybox").or_else(|| Some(PathBuf::from("/bin/busybox")).filter(|p| p.exists()))
-        else {
-            skip(test, "busybox is not installed (Debian: apt-get install busybox-static)");
-            return None;
-        };
+        let busybox = busybox(test)?;
         let dir = TempDir::new("dockerd");
         let sock = dir.path().join("d.sock");
-        let log = std::fs::File::create(dir.path().join("dockerd.log")).expect("creating the dockerd log");
+        let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the dockerd log");
         let dockerd = Command::new(dockerd)
             .args(["--iptables=false", "--bridge=none", "--data-root"])
             .arg(dir.path().join("data"))
@@ -69,18 +78,65 @@ impl Engine {
             .stderr(log)
             .spawn()
             .expect("spawning dockerd");
-        let mut e = Engine { dockerd, docker, sock, dir };
-        let up = wait_until(Duration::from_secs(60), || {
-            matches!(e.dockerd.try_wait(), Ok(None)) && e.docker(&["version"]).status.success()
-        });
-        if !up {
-            let log = std::fs::read_to_string(e.dir.path().join("dockerd.log")).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(8).collect();
-            skip(test, &format!("dockerd did not start: {}", tail.join(" | ")));
+        Engine { dockerd, docker, podman: false, sock, dir }.up(test, &busybox)
+    }
+
+    /// A `podman system service` with storage of its own; `None` (the skip
+    /// printed) when not root, when podman or busybox is missing, or when it
+    /// does not come up.
+    fn start_podman(test: &str) -> Option<Engine> {
+        if !is_root() {
+            skip(test, "needs root (runs a podman service of its own)");
             return None;
         }
-        e.import(&busybox);
-        Some(e)
+        let Some(podman) = find_tool("podman") else {
+            skip(test, "podman is not installed (Debian: apt-get install podman)");
+            return None;
+        };
+        let busybox = busybox(test)?;
+        let dir = TempDir::new("podman");
+        let sock = dir.path().join("p.sock");
+        let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the podman log");
+        let service = Command::new(&podman)
+            .arg("--root")
+            .arg(dir.path().join("root"))
+            .arg("--runroot")
+            .arg(dir.path().join("run"))
+            .args(["system", "service", "--time=0"])
+            .arg(format!("unix://{}", sock.display()))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup of the log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawning podman system service");
+        Engine { dockerd: service, docker: podman, podman: true, sock, dir }.up(test, &busybox)
+    }
+
+    /// Waits (60 s) for the engine to answer, then imports the image.
+    fn up(mut self, test: &str, busybox: &Path) -> Option<Engine> {
+        let up = wait_until(Duration::from_secs(60), || {
+            matches!(self.dockerd.try_wait(), Ok(None)) && self.docker(&["version"]).status.success()
+        });
+        if !up {
+            let log = std::fs::read_to_string(self.dir.path().join("engine.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(8).collect();
+            skip(test, &format!("the engine did not start: {}", tail.join(" | ")));
+            return None;
+        }
+        self.import(busybox);
+        // Podman's default limits can exceed what this machine grants (runc
+        // then fails to set them): try a container first.
+        let probe = self.docker(&[&["run", "--rm"], self.run_flags(), &["--network", "none", IMAGE, "true"]].concat());
+        if !probe.status.success() {
+            skip(test, &format!("the engine cannot run a container: {}", text(&probe.stderr).trim()));
+            return None;
+        }
+        Some(self)
+    }
+
+    /// `run` options this engine needs here.
+    fn run_flags(&self) -> &'static [&'static str] {
+        if self.podman { &["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"] } else { &[] }
     }
 
     /// An image of busybox alone: `docker import` of a rootfs tar.
@@ -88,7 +144,7 @@ impl Engine {
         let root = self.dir.path().join("rootfs");
         std::fs::create_dir_all(root.join("bin")).expect("rootfs");
         std::fs::copy(busybox, root.join("bin/busybox")).expect("copying busybox");
-        for cmd in ["sh", "cat", "sleep"] {
+        for cmd in ["sh", "cat", "sleep", "true"] {
             std::os::unix::fs::symlink("busybox", root.join("bin").join(cmd)).expect("symlink");
         }
         let tar = self.dir.path().join("rootfs.tar");
@@ -104,7 +160,7 @@ impl Engine {
 
     fn docker(&self, args: &[&str]) -> Output {
         Command::new(&self.docker)
-            .arg("-H")
+            .arg(if self.podman { "--url" } else { "-H" })
             .arg(self.host())
             .args(args)
             .stdin(Stdio::null())
@@ -159,6 +215,9 @@ impl Drop for Engine {
         // Thawed, emptied (so its shutdown waits for no stop timeout), stopped.
         self.signal(Signal::CONT);
         let all = self.docker(&["ps", "-aq"]);
+        if self.podman {
+            let _ = self.docker(&["rm", "-f", "-a", "-t", "0"]);
+        }
         for id in text(&all.stdout).lines() {
             let _ = self.docker(&["rm", "-f", id]);
         }
@@ -171,11 +230,19 @@ impl Drop for Engine {
 }
 
 /// A host stand-in and its real `docker run -i --rm` client (`DOCKER_HOST` in
-/// its environment, so the reaper finds the engine through its config).
+/// its environment, so the reaper finds the engine through its config), or
+/// `podman --url unix://… run -i --rm` (the client names its engine).
 fn host_with_client(e: &Engine, host: &str, cmd: &[&str]) -> Spec {
-    let mut argv = vec![e.docker.to_str().unwrap(), "run", "-i", "--rm", "--network", "none", IMAGE];
+    let url = e.host();
+    let mut argv = vec![e.docker.to_str().unwrap()];
+    if e.podman {
+        argv.extend(["--url", url.as_str()]);
+    }
+    argv.extend(["run", "-i", "--rm"]);
+    argv.extend_from_slice(e.run_flags());
+    argv.extend(["--network", "none", IMAGE]);
     argv.extend_from_slice(cmd);
-    Spec::new(&["claude", host]).child(Spec::new(&argv).real().env("DOCKER_HOST", &e.host()))
+    Spec::new(&["claude", host]).child(Spec::new(&argv).real().env("DOCKER_HOST", &url))
 }
 
 fn config(sb: &Sandbox, e: &Engine) -> PathBuf {
@@ -319,4 +386,28 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
     assert!(wait_until(Duration::from_secs(10), || !alive(client_c)), "client {client_c} survived");
     assert!(e.running(&frozen), "nothing may have reached the frozen engine");
+}
+
+#[test]
+fn podman_run_servers_have_their_container_stopped() {
+    let test = "podman_run_servers_have_their_container_stopped";
+    let Some(e) = Engine::start_podman(test) else { return };
+    let sb = Sandbox::new(vec![host_with_client(&e, "a", STUBBORN)]);
+    let host = sb.pid_of("claude a");
+    let client = sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
+    let stubborn = e.container_running(STUBBORN);
+    let name = e.inspect(&stubborn).unwrap()["Name"].as_str().unwrap().trim_start_matches('/').to_string();
+    sb.kill_host(host);
+    let cfg = config(&sb, &e);
+    let v = once(&sb, &cfg, &["--dry-run"]);
+    assert_eq!(only_outcome(&v)["containers"][0]["ended"], "would_stop", "{v:#}");
+    assert!(e.running(&stubborn));
+    let v = once(&sb, &cfg, &[]);
+    let o = only_outcome(&v);
+    let c = &o["containers"][0];
+    assert_eq!((c["id"].as_str(), c["name"].as_str()), (Some(stubborn.as_str()), Some(name.as_str())), "{o:#}");
+    assert_eq!(c["ended"], "killed", "{o:#}");
+    assert_eq!(c["removed"], true, "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
 }

@@ -9,7 +9,7 @@
 //! I/O adapter, http-body-util to read a capped body: the well-kept stack the
 //! Docker crates use, minus their TLS, TCP and JSON-model weight (no
 //! bollard: it brings its own model of the whole API). Release
-//! `mcp-reaperd` (`cargo build --release`, x86_64), this module and its use
+//! `mcp-reaperd` (`cargo build --release`, `x86_64`), this module and its use
 //! in cycle/reap/report included: 4,894,624 → 5,613,128 bytes (+702 KiB,
 //! +14.7 %); stripped 3,900,416 → 4,421,248 (+509 KiB, +13.4 %). Of that,
 //! hyper, http and httparse are ~140 KiB of code, more tokio (a current-thread

@@ -181,11 +181,12 @@ async fn end_one(p: &ContainerPlan, t: u64, dry_run: bool) -> ContainerOutcome {
         return o;
     }
     if now.state.running {
+        let asked = Instant::now();
         if let Err(err) = e.stop(&c.id, t).await {
             // Slow or refusing: the kill below still has its chance.
             o.note = Some(err.to_string());
         }
-        match e.inspect(&c.id).await {
+        match inspect(&e, &c.id).await {
             Ok(Some(i)) if i.state.running => {
                 if let Err(err) = e.kill(&c.id).await {
                     return failed(o, err);
@@ -197,9 +198,14 @@ async fn end_one(p: &ContainerPlan, t: u64, dry_run: bool) -> ContainerOutcome {
                     return o;
                 }
             }
-            // SIGKILL ends with 137; a process that took the stop signal exits as it likes.
-            Ok(Some(i)) => o.ended = if i.state.exit_code == 137 { Ended::Killed } else { Ended::Stopped },
-            Ok(None) => o.ended = Ended::Stopped,
+            // SIGKILL ends with 137; a process that took the stop signal
+            // exits as it likes. An `AutoRemove` container may be gone before
+            // it can be asked: a stop that took the whole timeout was a kill.
+            Ok(i) => {
+                let waited = asked.elapsed() >= Duration::from_secs(t);
+                let code = i.map(|i| i.state.exit_code);
+                o.ended = if code == Some(137) || code.is_none() && waited { Ended::Killed } else { Ended::Stopped };
+            }
             Err(err) => return failed(o, err),
         }
     } else {
@@ -220,14 +226,27 @@ async fn remove_if_asked(e: &Engine, c: &Container) -> Result<bool, engine::Engi
         return Ok(true);
     }
     if !c.rm {
-        return Ok(e.inspect(&c.id).await?.is_none());
+        return Ok(inspect(e, &c.id).await?.is_none());
     }
-    match e.inspect(&c.id).await? {
+    match inspect(e, &c.id).await? {
         None => Ok(true),
         Some(i) if i.state.running => Ok(false),
         Some(_) => {
             e.remove(&c.id).await?;
-            Ok(e.inspect(&c.id).await?.is_none())
+            Ok(inspect(e, &c.id).await?.is_none())
+        }
+    }
+}
+
+/// Inspects a container that is being stopped or removed: an engine may
+/// answer an error meanwhile (Podman: HTTP 500 while it removes one), so
+/// errors are retried for 2 s.
+async fn inspect(e: &Engine, id: &str) -> Result<Option<engine::Inspect>, engine::EngineError> {
+    let until = Instant::now() + engine::CALL_LIMIT;
+    loop {
+        match e.inspect(id).await {
+            Err(_) if Instant::now() < until => tokio::time::sleep(Duration::from_millis(50)).await,
+            r => return r,
         }
     }
 }
@@ -238,9 +257,9 @@ async fn settled(e: &Engine, id: &str, done: impl Fn(Option<&engine::Inspect>) -
     loop {
         match e.inspect(id).await {
             Ok(i) if done(i.as_ref()) => return true,
-            Err(_) => return false,
-            Ok(_) if Instant::now() >= until => return false,
-            Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            // An error while it is being removed is worth another look.
+            _ if Instant::now() >= until => return false,
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     }
 }
