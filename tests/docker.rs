@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, find_tool, is_root, reaperctl, reaperd, s, skip, text, wait_until};
+use common::{
+    Daemon, Launch, Sandbox, Spec, TempDir, alive, find_tool, is_root, reaperctl, reaperd, s, skip, text, wait_until,
+};
 use rustix::process::Signal;
 use serde_json::Value;
 
@@ -366,6 +368,34 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
         assert!(e.running(id), "container {id} was stopped though it could not be told apart");
         let _ = e.docker(&["rm", "-f", id]);
     }
+
+    // The daemon does the same, and counts the container in its totals,
+    // recent events and metrics.
+    drop(sb);
+    let sb = Sandbox::new(vec![host_with_client(&e, "f", STUBBORN)]);
+    let host_f = sb.pid_of("claude f");
+    let client_f = sb.ready().iter().find(|r| r.ppid == host_f).map(|r| r.pid).unwrap();
+    let daemon_stubborn = e.container_running(STUBBORN);
+    let containers = format!("[containers]\nengine_sockets = [{:?}]\n", e.sock.display().to_string());
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1\ninterval_secs = 1", &containers);
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
+    d.status_until(Duration::from_secs(20), "the live tree is seen", |st| {
+        st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == client_f && t["verdict"] == "live"))
+    });
+    sb.kill_host(host_f);
+    let st = d.status_until(Duration::from_secs(30), "the container is counted", |st| {
+        st["totals"]["containers_stopped"].as_u64().unwrap_or(0) >= 1
+    });
+    let ev =
+        st["recent"].as_array().unwrap().iter().find(|e| e["root"] == client_f).unwrap_or_else(|| panic!("{st:#}"));
+    assert_eq!(ev["containers"][0]["id"], daemon_stubborn.as_str(), "{ev:#}");
+    assert_eq!(ev["containers"][0]["ended"], "killed", "{ev:#}");
+    assert!(ev["line"].as_str().unwrap().contains("killed and removed"), "{ev:#}");
+    let metrics = text(&d.ctl(&["metrics"]).stdout);
+    assert!(metrics.contains("mcp_reaper_containers_stopped_total 1"), "{metrics}");
+    assert!(e.inspect(&daemon_stubborn).is_none(), "container {daemon_stubborn} still exists");
+    assert!(!alive(client_f));
+    drop(d);
 
     // Engine frozen (SIGSTOP): every call times out; the client is still
     // reaped and the reason says why its container was not stopped.
