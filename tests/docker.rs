@@ -333,16 +333,22 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     assert!(e.running(&live), "the live host's container was touched");
     sb.assert_alive(&[host_b, client_b]);
     drop(sb);
+    twins_are_left_alone(&e, &[&detached, &live]);
+    the_daemon_counts_containers(&e);
+    a_frozen_engine_costs_the_container_not_the_client(&e);
+}
 
-    // Two clients of the same image and command started together: each has
-    // two candidates, so neither container is stopped; both clients are reaped.
-    let sb = Sandbox::new(vec![host_with_client(&e, "d", STUBBORN), host_with_client(&e, "e", STUBBORN)]);
+/// Two clients of the same image and command started together: each has two
+/// candidates, so neither container is stopped; both clients are reaped.
+/// (`others`: containers running besides.)
+fn twins_are_left_alone(e: &Engine, others: &[&str]) {
+    let sb = Sandbox::new(vec![host_with_client(e, "d", STUBBORN), host_with_client(e, "e", STUBBORN)]);
     let hosts = [sb.pid_of("claude d"), sb.pid_of("claude e")];
     let clients: Vec<i32> = hosts.iter().map(|&h| sb.ready().iter().find(|r| r.ppid == h).unwrap().pid).collect();
     let mut twins: Vec<String> = Vec::new();
     assert!(
         wait_until(Duration::from_secs(60), || {
-            twins = e.running_ids().into_iter().filter(|id| id != &detached && id != &live).collect();
+            twins = e.running_ids().into_iter().filter(|id| !others.contains(&id.as_str())).collect();
             twins.len() == 2
         }),
         "two containers should run: {twins:?}"
@@ -350,7 +356,7 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     for h in hosts {
         sb.kill_host(h);
     }
-    let cfg = config(&sb, &e);
+    let cfg = config(&sb, e);
     let v = once(&sb, &cfg, &[]);
     let outs = v["outcomes"].as_array().unwrap();
     assert_eq!(outs.len(), 2, "{v:#}");
@@ -368,11 +374,12 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
         assert!(e.running(id), "container {id} was stopped though it could not be told apart");
         let _ = e.docker(&["rm", "-f", id]);
     }
+}
 
-    // The daemon does the same, and counts the container in its totals,
-    // recent events and metrics.
-    drop(sb);
-    let sb = Sandbox::new(vec![host_with_client(&e, "f", STUBBORN)]);
+/// The daemon does what `--once` does, and counts the container in its
+/// totals, recent events and metrics.
+fn the_daemon_counts_containers(e: &Engine) {
+    let sb = Sandbox::new(vec![host_with_client(e, "f", STUBBORN)]);
     let host_f = sb.pid_of("claude f");
     let client_f = sb.ready().iter().find(|r| r.ppid == host_f).map(|r| r.pid).unwrap();
     let daemon_stubborn = e.container_running(STUBBORN);
@@ -395,17 +402,17 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     assert!(metrics.contains("mcp_reaper_containers_stopped_total 1"), "{metrics}");
     assert!(e.inspect(&daemon_stubborn).is_none(), "container {daemon_stubborn} still exists");
     assert!(!alive(client_f));
-    drop(d);
+}
 
-    // Engine frozen (SIGSTOP): every call times out; the client is still
-    // reaped and the reason says why its container was not stopped.
-    drop(sb);
-    let sb = Sandbox::new(vec![host_with_client(&e, "c", STUBBORN)]);
+/// Engine frozen (SIGSTOP): every call times out; the client is still reaped
+/// and the reason says why its container was not stopped.
+fn a_frozen_engine_costs_the_container_not_the_client(e: &Engine) {
+    let sb = Sandbox::new(vec![host_with_client(e, "c", STUBBORN)]);
     let host_c = sb.pid_of("claude c");
     let client_c = sb.ready().iter().find(|r| r.ppid == host_c).map(|r| r.pid).unwrap();
     let frozen = e.container_running(STUBBORN);
     sb.kill_host(host_c);
-    let cfg = config(&sb, &e);
+    let cfg = config(&sb, e);
     e.signal(Signal::STOP);
     let v = once(&sb, &cfg, &[]);
     e.signal(Signal::CONT);
