@@ -36,13 +36,23 @@ pub fn attach(orders: &mut [Order], snap: &Snapshot, procfs: &ProcFs, cfg: &Conf
     if asks.is_empty() {
         return;
     }
-    let found = engine::block_on(async {
-        let mut out = Vec::with_capacity(asks.len());
-        for (_, client, engines) in &asks {
-            out.push(match engines {
-                Ok(e) => engine::find(client, e).await,
-                Err(why) => Err(why.clone()),
+    // All clients at once: a frozen engine costs its 2 s once, not per client.
+    let jobs: Vec<_> = asks.iter().map(|(_, c, e)| (c.clone(), e.clone())).collect();
+    let found = engine::block_on(async move {
+        let mut set = tokio::task::JoinSet::new();
+        for (k, (client, engines)) in jobs.into_iter().enumerate() {
+            set.spawn(async move {
+                match engines {
+                    Ok(e) => (k, engine::find(&client, &e).await),
+                    Err(why) => (k, Err(why)),
+                }
             });
+        }
+        let mut out = vec![Err("the engine query did not finish".to_string()); set.len()];
+        while let Some(r) = set.join_next().await {
+            if let Ok((k, f)) = r {
+                out[k] = f;
+            }
         }
         out
     });
