@@ -53,6 +53,11 @@
 //!   with the other argv: readers of `/proc` may see either, or one in their
 //!   first read and the other in their second. The ready line is written once.
 //!
+//! - `real`: the child is not this program but the real program `argv[0]`
+//!   (found on `PATH`) with `argv[1..]`, and the environment variables in
+//!   `env` added: a host stand-in's real `docker run -i` client. The parent
+//!   writes the child's ready line; the child's own switches are ignored.
+//!
 //! And `stdio`, what the parent connects this process's fd 0 and fd 1 to
 //! (fd 2 is always inherited):
 //! - `"pipe"` (the default): two pipes, fd 0 the read end of one and fd 1
@@ -169,6 +174,8 @@ struct Spec {
     #[serde(default)]
     env: Vec<(String, String)>,
     hook: Option<Hook>,
+    #[serde(default)]
+    real: bool,
 }
 
 fn fail(msg: &str) -> ! {
@@ -247,10 +254,16 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     let json = serde_json::to_string(child).expect("a spec serializes");
     // Through another path (a symlink to this program) the kernel names the
     // process after that path: a way to get any comm.
-    let mut cmd = Command::new(child.exe.as_deref().unwrap_or(exe));
-    cmd.arg0(OsStr::from_bytes(child.argv[0].bytes()))
-        .args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
-        .env("FAKEPROC", json)
+    let mut cmd = if child.real {
+        let mut c = Command::new(OsStr::from_bytes(child.argv[0].bytes()));
+        c.env_remove("FAKEPROC");
+        c
+    } else {
+        let mut c = Command::new(child.exe.as_deref().unwrap_or(exe));
+        c.arg0(OsStr::from_bytes(child.argv[0].bytes())).env("FAKEPROC", json);
+        c
+    };
+    cmd.args(child.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
         .envs(child.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     if let Some(dir) = &child.cwd {
         cmd.current_dir(dir);
@@ -294,6 +307,9 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     #[allow(clippy::zombie_processes, reason = "reaped by a subreaper, or left a zombie like real programs leave them")]
     let mut spawned = cmd.spawn().unwrap_or_else(|e| fail(&format!("spawning child: {e}")));
     drop(cmd); // the child's ends of a socketpair: closed here
+    if child.real {
+        write_ready(spawned.id(), std::process::id(), &child.argv);
+    }
     if let Some(stdin) = spawned.stdin.take() {
         let _ = stdin.into_raw_fd();
     }
@@ -325,6 +341,29 @@ fn run_hook(hook: &Hook) {
         "stderr": String::from_utf8_lossy(&out.stderr),
     });
     std::fs::write(&hook.report, report.to_string()).unwrap_or_else(|e| fail(&format!("writing the hook report: {e}")));
+}
+
+/// Appends `"<pid> <ppid> <argv>\n"` to `FAKEPROC_READY` (if set), in one write.
+fn write_ready(pid: u32, ppid: u32, argv: &[Arg]) {
+    let Some(path) = std::env::var_os("FAKEPROC_READY") else { return };
+    let mut line = format!("{pid} {ppid} ").into_bytes();
+    for (i, a) in argv.iter().enumerate() {
+        if i > 0 {
+            line.push(b' ');
+        }
+        line.extend_from_slice(a.bytes());
+    }
+    line.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .unwrap_or_else(|e| fail(&format!("opening FAKEPROC_READY: {e}")));
+    match f.write(&line) {
+        Ok(n) if n == line.len() => {}
+        Ok(_) => fail("short write to FAKEPROC_READY"),
+        Err(e) => fail(&format!("writing FAKEPROC_READY: {e}")),
+    }
 }
 
 /// A signal set holding only SIGUSR1.
@@ -409,25 +448,8 @@ fn main() {
         std::mem::forget(mem);
     }
 
-    if let Some(path) = std::env::var_os("FAKEPROC_READY").filter(|_| std::env::var_os("FAKEPROC_FLIPPED").is_none()) {
-        let mut line = format!("{} {} ", std::process::id(), std::os::unix::process::parent_id()).into_bytes();
-        for (i, a) in spec.argv.iter().enumerate() {
-            if i > 0 {
-                line.push(b' ');
-            }
-            line.extend_from_slice(a.bytes());
-        }
-        line.push(b'\n');
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
-            .unwrap_or_else(|e| fail(&format!("opening FAKEPROC_READY: {e}")));
-        match f.write(&line) {
-            Ok(n) if n == line.len() => {}
-            Ok(_) => fail("short write to FAKEPROC_READY"),
-            Err(e) => fail(&format!("writing FAKEPROC_READY: {e}")),
-        }
+    if std::env::var_os("FAKEPROC_FLIPPED").is_none() {
+        write_ready(std::process::id(), std::os::unix::process::parent_id(), &spec.argv);
     }
 
     if spec.exit_after_spawn {

@@ -20,6 +20,7 @@ pub mod config;
 pub mod ctl;
 pub mod cycle;
 pub mod daemon;
+pub mod engine;
 pub mod exit;
 pub mod hostcfg;
 pub mod ids;

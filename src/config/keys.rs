@@ -8,7 +8,7 @@
 //! A line reads `key: Kind [= bounds] => place in Config [, optional];`.
 //! The kinds and their checks are in [`super::kinds`].
 
-use super::kinds::{FilePath, Kind, RegexList, RoleList, SocketPath};
+use super::kinds::{FilePath, Kind, RegexList, RoleList, SocketList, SocketPath};
 use super::layer::Layer;
 use super::{Config, ConfigErrors, Mode};
 
@@ -178,5 +178,9 @@ keys! {
     }
     [notify] {
         desktop: bool => notify.desktop;
+    }
+    [containers] {
+        stop_containers: bool => containers.stop;
+        engine_sockets: SocketList => containers.engine_sockets;
     }
 }

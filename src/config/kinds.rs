@@ -138,6 +138,29 @@ impl Kind for RoleList {
 /// An absolute path of a file the daemon writes.
 pub(super) enum FilePath {}
 
+/// A list of unix socket paths, each checked alone (`[containers]`).
+pub(super) enum SocketList {}
+
+impl Kind for SocketList {
+    type File = Vec<Spanned<PathBuf>>;
+    type Value = Vec<PathBuf>;
+    type Bounds = ();
+    fn check(l: &mut Layer<'_>, v: Spanned<Self::File>, key: &str, (): ()) -> Option<Vec<PathBuf>> {
+        let mut ok = Vec::new();
+        let mut good = true;
+        for (j, p) in v.into_inner().into_iter().enumerate() {
+            match path_problem(p.get_ref(), true) {
+                None => ok.push(p.into_inner()),
+                Some(msg) => {
+                    good = false;
+                    l.err(p.span(), format!("{key}[{j}]"), msg);
+                }
+            }
+        }
+        good.then_some(ok)
+    }
+}
+
 /// An absolute path short enough for a unix socket.
 pub(super) enum SocketPath {}
 

@@ -67,6 +67,8 @@ pub struct Config {
     pub socket: Option<PathBuf>,
     pub state_file: Option<PathBuf>,
     pub metrics_textfile: Option<PathBuf>,
+    /// `[containers]`: stopping the containers of `docker|podman run` clients.
+    pub containers: ContainerSettings,
     /// Compiled from `patterns`.
     pub matcher: Arc<Matcher>,
     /// `[redact]` as configured.
@@ -89,6 +91,15 @@ pub struct PatternLists {
     pub adopters: Vec<String>,
     pub protect: Vec<String>,
     pub bystanders: Vec<String>,
+}
+
+/// `[containers]` as configured.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ContainerSettings {
+    /// Stop (and, for `--rm`, remove) the container of a reaped run client.
+    pub stop: bool,
+    /// Engine API sockets asked before the usual places.
+    pub engine_sockets: Vec<PathBuf>,
 }
 
 /// `[redact]`: what is masked in command lines that are shown.

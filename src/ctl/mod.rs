@@ -169,7 +169,7 @@ fn validate(cli: &Cli) -> ExitCode {
 }
 
 /// The config and a judgement of the machine now, or the exit code.
-fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<cycle::Assessment, ExitCode> {
+fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Assessment), ExitCode> {
     let cfg = load_config(&sources(&cli.config), "reaperctl")?;
     let grace = read_grace(&cfg);
     let procfs = ProcFs::new(&args.proc_root);
@@ -178,24 +178,29 @@ fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<cycle::Assessment, ExitCode>
     }
     // The pressure the daemon would weigh (nothing when it cannot be read).
     let pressure = cfg.pressure.file().and_then(|f| crate::scan::pressure::read(&f).ok());
-    cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now(), pressure).map_err(|e| {
-        eprintln!("reaperctl: {e}");
-        ExitCode::from(exit::assess(&e))
-    })
+    match cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now(), pressure) {
+        Ok(a) => Ok((cfg, procfs, a)),
+        Err(e) => {
+            eprintln!("reaperctl: {e}");
+            Err(ExitCode::from(exit::assess(&e)))
+        }
+    }
 }
 
 fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
-    let a = match assess_now(cli, args) {
-        Ok(a) => a,
+    let (cfg, procfs, a) = match assess_now(cli, args) {
+        Ok(x) => x,
         Err(code) => return code,
     };
+    // Trees to reap with a `docker|podman run` client: which container would be stopped.
+    let containers = cycle::container_plans(&a, &procfs, &cfg);
+    let mut r = report::json::build_with(&a, containers);
+    r.hosts = Some(crate::hostcfg::report());
     if args.json {
-        let mut r = report::json::build(&a);
-        r.hosts = Some(crate::hostcfg::report());
         println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
     } else {
         let users = report::human::user_names();
-        print!("{}", report::human::render(&a, &users, report::human::terminal_width()));
+        print!("{}", report::human::render_report(&a, &r, &users, report::human::terminal_width()));
     }
     ExitCode::from(exit::OK)
 }

@@ -2,9 +2,11 @@
 //! `mcp-reaperd --once` and the daemon; [`Cycle`] adds the acting half that
 //! `--once` and every daemon tick share (save, explain, terminate, report).
 
+mod containers;
 mod run;
 mod summary;
 
+pub use containers::{describe as describe_container, plans_for_scan as container_plans};
 pub use run::{Cycle, Done, Kind, Memory, Planned};
 pub use summary::CycleSummary;
 
@@ -155,7 +157,7 @@ pub fn plan_from(
         .rescan(Some(&a.snapshot), Reuse::Cmdlines, &std::collections::HashSet::default())
         .map_err(AssessError::Scan)?;
     let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started, pressure)?;
-    let orders = fresh
+    let mut orders: Vec<crate::reap::Order> = fresh
         .judgements
         .iter()
         .filter(|j| j.reap && wanted.contains(&j.root_id(&fresh.snapshot)))
@@ -166,5 +168,7 @@ pub fn plan_from(
             crate::reap::Order::new(j.verdict, j.reason.clone(), &snap.procs[j.root], &members)
         })
         .collect();
+    // Which container each run client holds: decided here, ended by reap.
+    containers::attach(&mut orders, &fresh.snapshot, procfs, cfg);
     Ok((fresh, orders))
 }

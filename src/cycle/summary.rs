@@ -15,6 +15,8 @@ pub struct CycleSummary {
     pub escalations: usize,
     pub failures: usize,
     pub reclaimed_bytes: u64,
+    /// Containers of run clients stopped (dry run: that would be).
+    pub containers_stopped: usize,
     pub kept: std::collections::BTreeMap<&'static str, usize>,
 }
 
@@ -30,6 +32,11 @@ impl CycleSummary {
             escalations: outcomes.iter().filter(|o| o.escalated).count(),
             failures: outcomes.iter().filter(|o| !o.success()).count(),
             reclaimed_bytes: outcomes.iter().map(|o| o.reclaimed.total()).sum(),
+            containers_stopped: outcomes
+                .iter()
+                .flat_map(|o| &o.containers)
+                .filter(|c| c.stopped() || c.ended == crate::reap::Ended::WouldStop)
+                .count(),
             kept,
         }
     }
@@ -38,14 +45,19 @@ impl CycleSummary {
         let kept: Vec<String> =
             Verdict::ALL.iter().filter_map(|v| self.kept.get(v.as_str()).map(|n| format!("{n} {v}"))).collect();
         let kept = if kept.is_empty() { "none".to_string() } else { kept.join(", ") };
+        let containers = match self.containers_stopped {
+            0 => String::new(),
+            n if dry_run => format!(", would stop {n} container(s)"),
+            n => format!(", stopped {n} container(s)"),
+        };
         if dry_run {
             format!(
-                "cycle (dry-run): would reap {planned} tree(s), estimate {}; kept {kept}",
+                "cycle (dry-run): would reap {planned} tree(s){containers}, estimate {}; kept {kept}",
                 report::bytes(self.reclaimed_bytes)
             )
         } else {
             format!(
-                "cycle: reaped {} tree(s), {} process(es), {} escalation(s), {} failure(s), reclaimed {}; kept {kept}",
+                "cycle: reaped {} tree(s), {} process(es), {} escalation(s), {} failure(s){containers}, reclaimed {}; kept {kept}",
                 self.trees_reaped,
                 self.processes_reaped,
                 self.escalations,

@@ -126,6 +126,10 @@ impl Shared {
                 self.totals.reclaimed_bytes += o.reclaimed.total();
                 self.totals.escalations += u64::from(o.escalated);
                 self.totals.failures += u64::from(!o.success());
+                for c in o.containers.iter().filter(|c| c.stopped()) {
+                    self.totals.containers_stopped += 1;
+                    self.totals.container_bytes += c.memory_bytes.unwrap_or(0);
+                }
             }
             self.recent.push_front(ev.clone());
             self.recent.truncate(RECENT);

@@ -25,6 +25,8 @@ pub(crate) mod words;
 use serde::Serialize;
 
 use launch::Interp;
+/// For `engine::RunArgs`, which reads the same `run` options.
+pub(crate) use launch::{ENGINE_GLOBAL_OPTS, RUN_OPTS, RUN_SHORT_VALUE};
 use runners::{bun, deno, image, npm_like, npm_like_as, package, run_command, shell, uv};
 pub use words::Span;
 

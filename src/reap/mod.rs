@@ -7,6 +7,7 @@
 //! This file: orders, verified targets, the waves, children that join;
 //! `signal` sends, `wait` waits, `outcome` counts what happened.
 
+mod container;
 mod outcome;
 mod signal;
 mod wait;
@@ -21,6 +22,7 @@ use crate::ids::{Identity, Pid};
 use crate::policy::Verdict;
 use crate::scan::{MemInfo, ProcFs, Process, Snapshot};
 use crate::sys;
+pub use container::{ContainerOutcome, ContainerPlan, Ended};
 use outcome::outcome;
 pub use outcome::{Memory, Outcome};
 use signal::{plan_groups, signal_members, signal_run};
@@ -39,6 +41,9 @@ pub struct Order {
     /// member that started in that tick or later has no unambiguous identity
     /// yet (see [`crate::scan::Process::identity_settled`]) and is refused.
     pub checked_tick: u64,
+    /// The containers of the tree's `docker|podman run` clients, as the plan
+    /// found them: ended beside the tree (see `container`).
+    pub containers: Vec<ContainerPlan>,
 }
 
 impl Order {
@@ -51,6 +56,7 @@ impl Order {
             root_cmd: crate::names::short_cmd(root, 60),
             members: members.iter().map(|p| p.id).collect(),
             checked_tick: members.iter().map(|p| p.checked_tick).min().unwrap_or(root.checked_tick),
+            containers: Vec::new(),
         }
     }
 }
@@ -84,6 +90,7 @@ struct Run {
     member_signals: usize,
     errors: Vec<String>,
     finished: Option<(Instant, Option<MemInfo>)>,
+    containers: Vec<ContainerOutcome>,
 }
 
 impl Run {
@@ -110,9 +117,15 @@ pub fn terminate_with(procfs: &ProcFs, orders: Vec<Order>, s: &Settings, judged:
         fresh = procfs.snapshot().ok();
         fresh.as_ref()
     };
+    let plans: Vec<(usize, ContainerPlan)> = runs
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(i, r)| std::mem::take(&mut r.order.containers).into_iter().map(move |p| (i, p)))
+        .collect();
     if s.dry_run {
         // Same path up to here (pidfds opened, identities re-checked, memory
         // read); the plan for every group is computed, nothing is sent.
+        add_containers(&mut runs, container::end_all(plans, s.term_timeout, true));
         let t0 = Instant::now();
         return runs
             .into_iter()
@@ -141,6 +154,9 @@ pub fn terminate_with(procfs: &ProcFs, orders: Vec<Order>, s: &Settings, judged:
     }
     // The clock starts when SIGTERM is out: SIGKILL never comes sooner.
     let t0 = Instant::now();
+    // Containers are ended by their engines meanwhile, on a thread of their own.
+    let timeout = s.term_timeout;
+    let containers = (!plans.is_empty()).then(|| std::thread::spawn(move || container::end_all(plans, timeout, false)));
     // One re-scan early in the wait for children forked meanwhile.
     wait(&mut runs, t0 + (s.term_timeout / 2).min(Duration::from_millis(100)), procfs);
     for r in &mut runs {
@@ -159,7 +175,18 @@ pub fn terminate_with(procfs: &ProcFs, orders: Vec<Order>, s: &Settings, judged:
         }
         wait(&mut runs, Instant::now() + s.kill_wait, procfs);
     }
+    if let Some(h) = containers {
+        add_containers(&mut runs, h.join().unwrap_or_default());
+    }
     runs.into_iter().map(|r| outcome(r, t0, mem_before, s, procfs)).collect()
+}
+
+fn add_containers(runs: &mut [Run], done: Vec<(usize, ContainerOutcome)>) {
+    for (i, c) in done {
+        if let Some(r) = runs.get_mut(i) {
+            r.containers.push(c);
+        }
+    }
 }
 
 fn open_targets(procfs: &ProcFs, order: Order) -> Run {
@@ -171,6 +198,7 @@ fn open_targets(procfs: &ProcFs, order: Order) -> Run {
         member_signals: 0,
         errors: Vec::new(),
         finished: None,
+        containers: Vec::new(),
         order,
     };
     for id in run.order.members.clone() {

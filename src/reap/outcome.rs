@@ -56,6 +56,8 @@ pub struct Outcome {
     pub reclaimed: Memory,
     pub mem_available_delta: Option<i64>,
     pub swap_free_delta: Option<i64>,
+    /// The containers of the tree's `docker|podman run` clients.
+    pub containers: Vec<super::ContainerOutcome>,
 }
 
 impl Outcome {
@@ -117,5 +119,6 @@ pub(super) fn outcome(r: Run, t0: Instant, before: Option<MemInfo>, s: &Settings
         reclaimed,
         mem_available_delta: delta(|m| m.mem_available_bytes),
         swap_free_delta: delta(|m| m.swap_free_bytes),
+        containers: r.containers,
     }
 }

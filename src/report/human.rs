@@ -41,9 +41,14 @@ fn cut(s: &str, width: Option<usize>, used: usize) -> String {
 
 /// Renders the scan. `width`: cut lines to it (a terminal), or `None` (a pipe).
 #[allow(clippy::implicit_hasher)] // one caller, one map
-pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>) -> String {
+/// The scan's text, from its report (`json::build_with`: with container plans).
+pub fn render_report(
+    a: &Assessment,
+    report: &json::ScanReport,
+    users: &HashMap<u32, String>,
+    width: Option<usize>,
+) -> String {
     let snap = &a.snapshot;
-    let report = json::build(a);
     let mut out = String::new();
     if report.trees.is_empty() {
         let _ = writeln!(out, "No MCP server trees found among {} processes.", snap.len());
@@ -97,6 +102,9 @@ pub fn render(a: &Assessment, users: &HashMap<u32, String>, width: Option<usize>
                     // Why a process with no MCP-like name is a server.
                     let _ = writeln!(out, "    {:>7} ↳ {}", m.pid, cut(&super::printable(rule), width, 14));
                 }
+            }
+            for c in &t.containers {
+                let _ = writeln!(out, "    {}", cut(&super::printable(&c.plan), width, 4));
             }
         }
         out.push('\n');

@@ -40,6 +40,30 @@ pub struct Tree {
     pub memory_bytes: u64,
     pub first_seen_unix: Option<u64>,
     pub grace_left_secs: Option<f64>,
+    /// For a tree to reap: the containers of its `docker|podman run`
+    /// clients that would be stopped, or why not (filled by `reaperctl scan`).
+    pub containers: Vec<ScanContainer>,
+}
+
+/// One run client's container as `reaperctl scan` sees it.
+#[derive(Serialize)]
+pub struct ScanContainer {
+    pub client_pid: i32,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub image: String,
+    /// `would stop container NAME (image)`, or why it would not be stopped.
+    pub plan: String,
+}
+
+impl ScanContainer {
+    pub fn new(p: &crate::reap::ContainerPlan) -> ScanContainer {
+        let (id, name, image) = match &p.found {
+            Ok(c) => (Some(c.id.clone()), Some(c.name.clone()), c.image.clone()),
+            Err(_) => (None, None, p.image.clone()),
+        };
+        ScanContainer { client_pid: p.client.get(), id, name, image, plan: crate::cycle::describe_container(p) }
+    }
 }
 
 #[derive(Serialize)]
@@ -165,6 +189,17 @@ fn proc_ref(p: &Process) -> ProcRef {
     ProcRef { pid: p.pid().get(), cmdline: p.display_cmd().into_owned() }
 }
 
+/// [`build`], with the container plans of trees to reap (by judgement index).
+pub fn build_with(a: &Assessment, containers: Vec<(usize, Vec<crate::reap::ContainerPlan>)>) -> ScanReport {
+    let mut r = build(a);
+    for (i, plans) in containers {
+        if let Some(t) = r.trees.get_mut(i) {
+            t.containers = plans.iter().map(ScanContainer::new).collect();
+        }
+    }
+    r
+}
+
 pub fn build(a: &Assessment) -> ScanReport {
     let snap = &a.snapshot;
     let trees: Vec<Tree> = a
@@ -218,6 +253,7 @@ pub fn build(a: &Assessment) -> ScanReport {
                     .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                     .map(|d| d.as_secs()),
                 grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
+                containers: Vec::new(),
             }
         })
         .collect();

@@ -116,6 +116,17 @@ pub fn outcome(o: &Outcome) {
     let action = if o.dry_run { "would-reap" } else { "reap" };
     let signals = o.signals.join(",");
     let line = o.line();
+    // `ID NAME IMAGE ENDED` per run client's container, `-` where none was tied.
+    let containers: Vec<String> = o
+        .containers
+        .iter()
+        .map(|c| {
+            let id = c.id.as_deref().map_or("-", |i| i.get(..12).unwrap_or(i));
+            format!("{id} {} {} {}", c.name.as_deref().unwrap_or("-"), c.image, c.ended.as_str().replace(' ', "-"))
+        })
+        .collect();
+    let containers = containers.join(", ");
+    let container_bytes: u64 = o.containers.iter().filter_map(|c| c.memory_bytes).sum();
     macro_rules! entry {
         ($level:ident, $action:expr) => {
             tracing::$level!(
@@ -127,6 +138,8 @@ pub fn outcome(o: &Outcome) {
                 reaper_signals = %signals,
                 reaper_reclaimed_bytes = o.reclaimed.total(),
                 reaper_duration_ms = o.took_ms,
+                reaper_containers = %containers,
+                reaper_container_bytes = container_bytes,
                 "{line}"
             )
         };

@@ -16,6 +16,16 @@ pub fn render(s: &Status) -> String {
         ("mcp_reaper_reclaimed_bytes_total", "Memory (PSS + swap) of terminated processes.", t.reclaimed_bytes),
         ("mcp_reaper_escalations_total", "Trees that needed SIGKILL after SIGTERM.", t.escalations),
         ("mcp_reaper_failures_total", "Trees with members that could not be terminated.", t.failures),
+        (
+            "mcp_reaper_containers_stopped_total",
+            "Containers of docker/podman run clients stopped through their engine.",
+            t.containers_stopped,
+        ),
+        (
+            "mcp_reaper_container_reclaimed_bytes_total",
+            "Memory of stopped containers (their cgroup's, before the stop).",
+            t.container_bytes,
+        ),
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
     }
@@ -103,6 +113,8 @@ mod tests {
                 processes_reaped: 9,
                 reclaimed_bytes: 1 << 30,
                 escalations: 1,
+                containers_stopped: 2,
+                container_bytes: 4096,
                 failures: 0,
             },
             recent: vec![],
@@ -142,6 +154,8 @@ mod tests {
         assert_eq!(value("mcp_reaper_reclaimed_bytes_total", None), (1u64 << 30) as f64);
         assert_eq!(value("mcp_reaper_escalations_total", None), 1.0);
         assert_eq!(value("mcp_reaper_failures_total", None), 0.0);
+        assert_eq!(value("mcp_reaper_containers_stopped_total", None), 2.0);
+        assert_eq!(value("mcp_reaper_container_reclaimed_bytes_total", None), 4096.0);
         assert_eq!(value("mcp_reaper_trees", Some("orphan")), 2.0);
         assert_eq!(value("mcp_reaper_trees", Some("young")), 0.0);
         assert_eq!(value("mcp_reaper_last_scan_duration_seconds", None), 0.0125);

@@ -7,9 +7,17 @@ use serde::{Serialize, Serializer};
 
 use crate::ids::{Identity, Pid};
 use crate::policy::Verdict;
-use crate::reap::{Memory, Outcome};
+use crate::reap::{ContainerOutcome, Memory, Outcome};
 
 impl Outcome {
+    /// `; container NAME (image) killed and removed, 1.2 MiB` per run client.
+    fn container_words(&self) -> String {
+        self.containers.iter().fold(String::new(), |mut s, c| {
+            let _ = write!(s, "; {}", c.words());
+            s
+        })
+    }
+
     /// The one log line per tree.
     pub fn line(&self) -> String {
         let mem = format!(
@@ -30,7 +38,7 @@ impl Outcome {
                 self.term_timeout_secs,
                 self.group_signals,
                 self.member_signals
-            );
+            ) + &self.container_words();
         }
         let verb = if self.success() {
             "reaped"
@@ -61,6 +69,7 @@ impl Outcome {
         if self.dropped > 0 {
             let _ = write!(s, "; {} pid(s) dropped (exited or reused)", self.dropped);
         }
+        s.push_str(&self.container_words());
         s
     }
 }
@@ -94,6 +103,7 @@ struct Wire<'a> {
     reclaimed: Memory,
     mem_available_delta: Option<i64>,
     swap_free_delta: Option<i64>,
+    containers: &'a [ContainerOutcome],
 }
 
 impl Serialize for Outcome {
@@ -122,6 +132,7 @@ impl Serialize for Outcome {
             reclaimed: self.reclaimed,
             mem_available_delta: self.mem_available_delta,
             swap_free_delta: self.swap_free_delta,
+            containers: &self.containers,
         }
         .serialize(s)
     }
@@ -156,6 +167,7 @@ mod tests {
             reclaimed: Memory { pss_bytes: 1 << 20, swap_bytes: 0, estimated_from_rss: false },
             mem_available_delta: None,
             swap_free_delta: None,
+            containers: vec![],
         }
     }
 
@@ -171,7 +183,7 @@ mod tests {
         assert_eq!((v["root_pid"].as_i64(), v["root_start_time"].as_u64()), (Some(4242), Some(123)));
         assert_eq!(v["member_count"], 4);
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys.len(), 23, "{keys:?}");
+        assert_eq!(keys.len(), 24, "{keys:?}");
     }
 
     #[test]
@@ -179,5 +191,42 @@ mod tests {
         let line = outcome().line();
         assert!(line.starts_with("partly reaped orphan tree root=4242 (npm exec @playwright/mcp) members=4"), "{line}");
         assert!(line.contains("unkillable: 4242 (D)"), "{line}");
+    }
+
+    #[test]
+    fn containers_show_in_the_line_and_the_json() {
+        let mut o = outcome();
+        o.containers.push(crate::reap::ContainerOutcome {
+            client_pid: 4243,
+            id: Some("0123456789abcdef".into()),
+            name: Some("srv".into()),
+            image: "mcp/github".into(),
+            memory_bytes: Some(3 << 20),
+            ended: crate::reap::Ended::Killed,
+            removed: true,
+            note: None,
+        });
+        o.containers.push(crate::reap::ContainerOutcome {
+            client_pid: 4244,
+            image: "mcp/x".into(),
+            ended: crate::reap::Ended::NotStopped,
+            note: Some("engine at /x.sock: cannot connect".into()),
+            ..Default::default()
+        });
+        let line = o.line();
+        assert!(line.contains("; container srv (mcp/github) killed and removed, 3 MiB"), "{line}");
+        assert!(
+            line.contains("; container of client 4244 (mcp/x) not stopped: engine at /x.sock: cannot connect"),
+            "{line}"
+        );
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(v["containers"][0]["name"], "srv");
+        assert_eq!(v["containers"][0]["memory_bytes"], 3 << 20);
+        assert_eq!(v["containers"][1]["ended"], "not_stopped");
+        o.dry_run = true;
+        o.containers.truncate(1);
+        o.containers[0].ended = crate::reap::Ended::WouldStop;
+        o.containers[0].removed = false;
+        assert!(o.line().contains("; would stop container srv (mcp/github), 3 MiB"), "{}", o.line());
     }
 }

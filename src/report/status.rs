@@ -54,6 +54,9 @@ pub struct ReapEvent {
     pub took_ms: u64,
     pub reclaimed_bytes: u64,
     pub line: String,
+    /// The containers of the tree's run clients.
+    #[serde(default)]
+    pub containers: Vec<crate::reap::ContainerOutcome>,
 }
 
 impl ReapEvent {
@@ -78,6 +81,7 @@ impl ReapEvent {
             took_ms: o.took_ms,
             reclaimed_bytes: o.reclaimed.total(),
             line: o.line(),
+            containers: o.containers.clone(),
         }
     }
 }
@@ -129,6 +133,12 @@ pub struct Totals {
     pub reclaimed_bytes: u64,
     pub escalations: u64,
     pub failures: u64,
+    /// Containers of run clients stopped through their engines.
+    #[serde(default)]
+    pub containers_stopped: u64,
+    /// Their cgroups' memory before the stop.
+    #[serde(default)]
+    pub container_bytes: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -59,6 +59,9 @@ pub fn render(s: &Status) -> String {
         t.escalations,
         t.failures
     );
+    if t.containers_stopped > 0 {
+        let _ = writeln!(o, "          {} container(s) stopped, {}", t.containers_stopped, bytes(t.container_bytes));
+    }
     if !s.recent.is_empty() {
         let _ = writeln!(o, "recent:");
         for e in s.recent.iter().take(10) {

@@ -74,6 +74,9 @@ impl Session {
                 root_cmd: procfs.cmdline(members[0].pid).unwrap_or_default(),
                 members,
                 checked_tick: procfs.now_tick(),
+                // A run session's leftovers are ended as processes; a
+                // container a client left is the daemon's plan to find.
+                containers: Vec::new(),
             };
             for o in reap::terminate(procfs, vec![order], settings) {
                 ended.escalated |= o.escalated;

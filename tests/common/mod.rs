@@ -245,6 +245,7 @@ pub struct Spec {
     cwd: Option<PathBuf>,
     env: Vec<(String, String)>,
     hook: Option<Value>,
+    real: bool,
 }
 
 impl Spec {
@@ -269,6 +270,7 @@ impl Spec {
             cwd: None,
             env: Vec::new(),
             hook: None,
+            real: false,
         }
     }
 
@@ -278,7 +280,15 @@ impl Spec {
         self
     }
 
-    /// Started with `name=value` added to its environment.
+    /// The real program `argv[0]` (on `PATH`), not a stand-in: e.g. a
+    /// host's `docker run -i` client. Its parent writes its ready line.
+    pub fn real(mut self) -> Spec {
+        self.real = true;
+        self
+    }
+
+    /// Started with `name=value` added to its environment (the markers
+    /// hosts set for their servers; a real program's settings).
     pub fn env(mut self, name: &str, value: &str) -> Spec {
         self.env.push((name.to_string(), value.to_string()));
         self
@@ -429,6 +439,7 @@ impl Spec {
             "cwd": self.cwd,
             "env": self.env,
             "hook": self.hook,
+            "real": self.real,
         })
     }
 

@@ -1,0 +1,108 @@
+//! The plan's part for containers: for each tree to reap, the container of
+//! each `docker|podman run` client in it, asked of the engine (read-only
+//! calls). What is found travels in the order; `reap` ends it. A client whose
+//! container cannot be tied to it costs one log line, and its tree's reason
+//! says why; the tree is reaped as ever.
+
+use std::time::{Duration, SystemTime};
+
+use crate::config::Config;
+use crate::engine::{self, Client, RunArgs};
+use crate::ids::Identity;
+use crate::program::Via;
+use crate::reap::{ContainerPlan, Order};
+use crate::scan::{ProcFs, Snapshot};
+
+/// Fills `containers` of every order with a run client among its members.
+pub fn attach(orders: &mut [Order], snap: &Snapshot, procfs: &ProcFs, cfg: &Config) {
+    if !cfg.containers.stop {
+        return;
+    }
+    let mut asks: Vec<(usize, Client, Result<Vec<engine::Engine>, String>)> = Vec::new();
+    for (i, o) in orders.iter().enumerate() {
+        for id in &o.members {
+            let Some(p) = snap.get(id.pid).filter(|p| p.id == *id && p.program.via == Via::Image) else { continue };
+            let Some(run) = read_run(procfs, *id) else { continue };
+            let age = Duration::from_secs_f64(snap.age_secs(p));
+            let started = snap.taken_at.unwrap_or_else(SystemTime::now) - age;
+            let cwd = std::fs::read_link(procfs.root().join(format!("{}/cwd", id.pid))).ok();
+            let kind = run.engine.unwrap_or(engine::EngineKind::Docker);
+            let uid = p.uid().map(|u| u.0);
+            let engines =
+                run.unix_socket().and_then(|named| engine::sockets(kind, named, &cfg.containers.engine_sockets, uid));
+            asks.push((i, Client { pid: id.pid.get(), started, run, cwd }, engines));
+        }
+    }
+    if asks.is_empty() {
+        return;
+    }
+    // All clients at once: a frozen engine costs its 2 s once, not per client.
+    let jobs: Vec<_> = asks.iter().map(|(_, c, e)| (c.clone(), e.clone())).collect();
+    let found = engine::block_on(async move {
+        let mut set = tokio::task::JoinSet::new();
+        for (k, (client, engines)) in jobs.into_iter().enumerate() {
+            set.spawn(async move {
+                match engines {
+                    Ok(e) => (k, engine::find(&client, &e).await),
+                    Err(why) => (k, Err(why)),
+                }
+            });
+        }
+        let mut out = vec![Err("the engine query did not finish".to_string()); set.len()];
+        while let Some(r) = set.join_next().await {
+            if let Ok((k, f)) = r {
+                out[k] = f;
+            }
+        }
+        out
+    });
+    for ((i, client, _), found) in asks.into_iter().zip(found) {
+        let o = &mut orders[i];
+        if let Err(why) = &found {
+            tracing::warn!(
+                reaper_action = "container",
+                reaper_root_pid = o.root.pid.get(),
+                "container of client {} ({}) will not be stopped: {why}",
+                client.pid,
+                client.run.image
+            );
+            o.reason = format!("{}; container of client {} not stopped: {why}", o.reason, client.pid);
+        }
+        let client_pid = o.members.iter().find(|m| m.pid.get() == client.pid).map(|m| m.pid);
+        if let Some(pid) = client_pid {
+            o.containers.push(ContainerPlan { client: pid, image: client.run.image, found });
+        }
+    }
+}
+
+/// For `reaperctl scan`: the containers of each tree it would reap, by
+/// judgement index (the same finding as a cycle's plan; nothing is ended).
+pub fn plans_for_scan(a: &super::Assessment, procfs: &ProcFs, cfg: &Config) -> Vec<(usize, Vec<ContainerPlan>)> {
+    let snap = &a.snapshot;
+    let (mut at, mut orders) = (Vec::new(), Vec::new());
+    for (i, j) in a.judgements.iter().enumerate().filter(|(_, j)| j.reap) {
+        let members: Vec<_> = j.members.iter().map(|&(m, _)| &snap.procs[m]).collect();
+        at.push(i);
+        orders.push(Order::new(j.verdict, String::new(), &snap.procs[j.root], &members));
+    }
+    attach(&mut orders, snap, procfs, cfg);
+    at.into_iter().zip(orders).filter(|(_, o)| !o.containers.is_empty()).map(|(i, o)| (i, o.containers)).collect()
+}
+
+/// The client's argv as the kernel holds it (NUL-separated), if the pid is
+/// still the process judged.
+fn read_run(procfs: &ProcFs, id: Identity) -> Option<RunArgs> {
+    let raw = std::fs::read(procfs.root().join(format!("{}/cmdline", id.pid))).ok()?;
+    let argv: Vec<String> =
+        raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let still = procfs.stat(id.pid).is_some_and(|st| st.start_time == id.start_time.0);
+    still.then(|| RunArgs::parse(&argv)).flatten()
+}
+
+/// The plan's words for scan and dry-run lines: `would stop container NAME (image)`.
+pub fn describe(p: &ContainerPlan) -> String {
+    match &p.found {
+        Ok(c) => format!("would stop container {} ({})", c.name, c.image),
+        Err(why) => format!("container of client {} ({}) would not be stopped: {why}", p.client, p.image),
+    }
+}

@@ -1,0 +1,276 @@
+//! Container engines: the Docker Engine API (and Podman's compatible API) on
+//! a unix socket. A `docker|podman run -i` stdio server runs in a container
+//! that is no process of the client's tree; ending the client leaves it
+//! running. This module finds a client's container ([`find`]) and offers the
+//! calls that end it (stop, kill, remove); *when* to call them is decided by
+//! the cycle's plan and done by `reap`.
+//!
+//! HTTP with hyper (client + http1 features only), hyper-util for its tokio
+//! I/O adapter, http-body-util to read a capped body: the well-kept stack the
+//! Docker crates use, minus their TLS, TCP and JSON-model weight (no
+//! bollard: it brings its own model of the whole API). Release
+//! `mcp-reaperd` (`cargo build --release`, `x86_64`), this module and its use
+//! in cycle/reap/report included: 4,894,624 → 5,613,128 bytes (+702 KiB,
+//! +14.7 %); stripped 3,900,416 → 4,421,248 (+509 KiB, +13.4 %). Of that,
+//! hyper, http and httparse are ~140 KiB of code, more tokio (a current-thread
+//! runtime, `JoinSet`) ~55 KiB, the rest this crate's own code, much of it
+//! hyper's generic connection code instantiated here (so `opt-level = "s"`
+//! for the hyper crates in Cargo.toml saves only 25 KiB).
+//!
+//! Every call is capped (2 s; a stop waits for the engine's own timeout
+//! first). Sockets: the client's `-H unix://…` when it names one, else
+//! `[containers] engine_sockets` and the usual places. A reaper that is not
+//! root only talks to sockets its own user owns (rootless Docker or Podman).
+
+mod api;
+mod find;
+mod http;
+mod run_args;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyper::Method;
+
+pub use api::{Inspect, rfc3339};
+pub use find::{Client, Container, find};
+pub use http::{CALL_LIMIT, CallError, block_on};
+pub use run_args::{EngineKind, RunArgs, same_image};
+
+/// Why an engine call failed: the socket, and what went wrong.
+#[derive(Debug)]
+pub struct EngineError {
+    pub socket: PathBuf,
+    pub what: String,
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "engine at {}: {}", self.socket.display(), self.what)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// One engine, by its socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Engine {
+    pub socket: PathBuf,
+}
+
+impl Engine {
+    pub fn new(socket: impl Into<PathBuf>) -> Engine {
+        Engine { socket: socket.into() }
+    }
+
+    fn err(&self, what: impl std::fmt::Display) -> EngineError {
+        EngineError { socket: self.socket.clone(), what: what.to_string() }
+    }
+
+    async fn call(&self, method: Method, path: &str, limit: Duration) -> Result<http::Reply, EngineError> {
+        http::call(&self.socket, method, path, limit).await.map_err(|e| self.err(e))
+    }
+
+    /// A 2xx answer's JSON, or `None` for 404.
+    async fn json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<Option<T>, EngineError> {
+        let r = self.call(Method::GET, path, CALL_LIMIT).await?;
+        match r.status {
+            404 => Ok(None),
+            200..=299 => {
+                serde_json::from_slice(&r.body).map(Some).map_err(|e| self.err(format!("bad answer to {path}: {e}")))
+            }
+            s => Err(self.err(format!("{path} answered HTTP {s}"))),
+        }
+    }
+
+    /// The running containers.
+    pub async fn list(&self) -> Result<Vec<api::Summary>, EngineError> {
+        Ok(self.json("/containers/json").await?.unwrap_or_default())
+    }
+
+    /// A container by id or name; `None` when the engine has none such.
+    pub async fn inspect(&self, id: &str) -> Result<Option<Inspect>, EngineError> {
+        if !is_ref(id) {
+            return Err(self.err(format!("{id:?} is no container name or id")));
+        }
+        self.json(&format!("/containers/{id}/json")).await
+    }
+
+    /// `POST /containers/{id}/stop?t=N`: the engine sends the container's
+    /// stop signal, waits `t` seconds, then SIGKILL. Capped at `t` + 2 s.
+    pub async fn stop(&self, id: &str, t: u64) -> Result<(), EngineError> {
+        let limit = Duration::from_secs(t) + CALL_LIMIT;
+        self.action(Method::POST, &format!("/containers/{id}/stop?t={t}"), limit).await
+    }
+
+    pub async fn kill(&self, id: &str) -> Result<(), EngineError> {
+        self.action(Method::POST, &format!("/containers/{id}/kill"), CALL_LIMIT).await
+    }
+
+    /// `DELETE /containers/{id}?force=1`.
+    pub async fn remove(&self, id: &str) -> Result<(), EngineError> {
+        self.action(Method::DELETE, &format!("/containers/{id}?force=1"), CALL_LIMIT).await
+    }
+
+    /// 2xx, 304 (already stopped) and 404 (already gone) are all done; 409 on
+    /// kill means not running.
+    async fn action(&self, method: Method, path: &str, limit: Duration) -> Result<(), EngineError> {
+        if !is_ref(path.split('/').nth(2).unwrap_or_default()) {
+            return Err(self.err(format!("bad container reference in {path}")));
+        }
+        let r = self.call(method, path, limit).await?;
+        match r.status {
+            200..=299 | 304 | 404 | 409 => Ok(()),
+            s => Err(self.err(format!("{path} answered HTTP {s}: {}", String::from_utf8_lossy(&r.body).trim()))),
+        }
+    }
+}
+
+/// A container id or name, safe in a URL path: `[a-zA-Z0-9][a-zA-Z0-9_.-]*`
+/// is what both engines allow.
+fn is_ref(s: &str) -> bool {
+    let s = s.split('?').next().unwrap_or(s);
+    s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// The sockets to ask about a client of `kind` run by `client_uid`: the one
+/// it names, or the configured ones then the usual places (for a root
+/// reaper also the client's user's rootless engine), each only if this
+/// reaper may use it. `Err` says why none may be asked.
+pub fn sockets(
+    kind: EngineKind,
+    named: Option<PathBuf>,
+    configured: &[PathBuf],
+    client_uid: Option<u32>,
+) -> Result<Vec<Engine>, String> {
+    let euid = rustix::process::geteuid();
+    let owner = (!euid.is_root()).then(|| euid.as_raw());
+    let check = |p: &Path| usable(p, owner);
+    if let Some(p) = named {
+        return check(&p).map(|()| vec![Engine::new(p)]);
+    }
+    let mut runtime: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).into_iter().collect();
+    if let Some(uid) = client_uid.filter(|&u| u != 0 && owner.is_none()) {
+        runtime.push(PathBuf::from(format!("/run/user/{uid}")));
+    }
+    let mut all: Vec<PathBuf> = configured.to_vec();
+    match kind {
+        EngineKind::Docker => {
+            all.push("/var/run/docker.sock".into());
+            all.extend(runtime.iter().map(|r| r.join("docker.sock")));
+        }
+        EngineKind::Podman => {
+            all.push("/run/podman/podman.sock".into());
+            all.extend(runtime.iter().map(|r| r.join("podman/podman.sock")));
+        }
+    }
+    let mut out: Vec<Engine> = Vec::new();
+    let mut why = Vec::new();
+    for p in all {
+        let canon = p.canonicalize().unwrap_or_else(|_| p.clone());
+        if out.iter().any(|e| e.socket.canonicalize().unwrap_or_else(|_| e.socket.clone()) == canon) {
+            continue;
+        }
+        match check(&p) {
+            Ok(()) => out.push(Engine::new(p)),
+            Err(e) => why.push(e),
+        }
+    }
+    if out.is_empty() {
+        let why = if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) };
+        return Err(format!("no {} engine socket found{why}", kind.as_str()));
+    }
+    Ok(out)
+}
+
+/// A unix socket that exists and, for a reaper that is not root (`owner`
+/// its uid), belongs to that user.
+fn usable(p: &Path, owner: Option<u32>) -> Result<(), String> {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    let m = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    if !m.file_type().is_socket() {
+        return Err(format!("{} is no socket", p.display()));
+    }
+    if let Some(uid) = owner
+        && m.uid() != uid
+    {
+        return Err(format!("{} belongs to uid {}, not to this reaper's user", p.display(), m.uid()));
+    }
+    Ok(())
+}
+
+/// Memory the cgroup of `pid` (a container's init) holds: cgroup v2
+/// `memory.current`, else v1 `memory.usage_in_bytes`.
+pub fn cgroup_memory(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let read = |p: PathBuf| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok();
+    let mut v1 = None;
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let path = path.trim_start_matches('/');
+        if controllers.is_empty() {
+            for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+                if let Some(v) = read(Path::new(root).join(path).join("memory.current")) {
+                    return Some(v);
+                }
+            }
+        } else if controllers.split(',').any(|c| c == "memory") {
+            v1 = read(Path::new("/sys/fs/cgroup/memory").join(path).join("memory.usage_in_bytes"));
+        }
+    }
+    v1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_references_reach_a_url() {
+        assert!(is_ref("162a5695372143d5") && is_ref("my_srv.1-a"));
+        assert!(!is_ref("../x") && !is_ref("a/b") && !is_ref("") && !is_ref("a b") && !is_ref("-x"));
+    }
+
+    #[test]
+    fn sockets_skip_what_does_not_exist_and_say_why() {
+        let e = sockets(EngineKind::Podman, None, &[PathBuf::from("/nonexistent/x.sock")], Some(4242)).unwrap_err();
+        assert!(e.contains("no podman engine socket") && e.contains("/nonexistent/x.sock"), "{e}");
+        let e = sockets(EngineKind::Docker, Some("/etc/passwd".into()), &[], None).unwrap_err();
+        assert!(e.contains("is no socket"), "{e}");
+    }
+
+    #[test]
+    fn a_dead_socket_costs_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.sock");
+        let l = std::os::unix::net::UnixListener::bind(&p).unwrap();
+        drop(l); // bound, nobody listening: refused
+        let e = block_on(Engine::new(&p).list()).unwrap_err();
+        assert!(e.to_string().contains("cannot connect"), "{e}");
+    }
+
+    #[test]
+    fn a_silent_engine_times_out_and_garbage_is_an_error() {
+        use std::io::{Read as _, Write as _};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.sock");
+        let l = std::os::unix::net::UnixListener::bind(&p).unwrap();
+        let t = std::thread::spawn(move || {
+            // First connection: accepted, never answered.
+            let (silent, _) = l.accept().unwrap();
+            // Second: an HTTP answer that is no JSON.
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").unwrap();
+            drop(silent);
+        });
+        let e = block_on(Engine::new(&p).list()).unwrap_err();
+        assert!(e.to_string().contains("no answer within 2.0 s"), "{e}");
+        let e = block_on(Engine::new(&p).list()).unwrap_err();
+        assert!(e.to_string().contains("bad answer to /containers/json"), "{e}");
+        t.join().unwrap();
+    }
+}
