@@ -36,6 +36,8 @@ pub struct Shared {
     pub totals: Totals,
     pub recent: VecDeque<ReapEvent>,
     pub self_uid: u32,
+    /// The last scan's duplicate servers, with the uid of their host.
+    pub duplicates: Vec<(report::status::DuplicateServers, Option<u32>)>,
 }
 
 pub fn unix_now() -> u64 {
@@ -73,6 +75,12 @@ impl Shared {
             totals: self.totals.clone(),
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             filtered_for_uid: (!all).then_some(uid),
+            duplicates: self
+                .duplicates
+                .iter()
+                .filter(|(_, u)| all || *u == Some(uid))
+                .map(|(d, _)| d.clone())
+                .collect(),
         }
     }
 
@@ -103,6 +111,14 @@ impl Shared {
             .map(|j| TreeView {
                 status: TreeStatus::new(snap, j),
                 uids: j.members.iter().filter_map(|&(m, _)| snap.procs[m].uid().map(|u| u.0)).collect(),
+            })
+            .collect();
+        self.duplicates = a
+            .duplicates
+            .iter()
+            .map(|d| {
+                let uid = snap.procs[d.host].uid().map(|u| u.0);
+                (report::status::DuplicateServers::new(snap, d), uid)
             })
             .collect();
         let mut events = Vec::new();

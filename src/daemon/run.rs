@@ -137,6 +137,7 @@ impl Daemon {
             trees: Vec::new(),
             totals: Totals::default(),
             recent: VecDeque::new(),
+            duplicates: Vec::new(),
             self_uid: rustix::process::getuid().as_raw(),
         }));
         let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);

@@ -79,6 +79,7 @@ impl World {
                     Some(FdTarget(format!("pipe:[{}]", 9500 + p))),
                 ],
                 unit: None,
+                stdin: None,
             })),
             role: None,
             dir_ino: 0,

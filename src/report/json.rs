@@ -14,6 +14,8 @@ use crate::scan::{FdKind, Process, Snapshot};
 pub struct ScanReport {
     pub trees: Vec<Tree>,
     pub summary: Summary,
+    /// Server commands running more than once under one live host.
+    pub duplicates: Vec<super::status::DuplicateServers>,
 }
 
 #[derive(Serialize)]
@@ -117,6 +119,8 @@ pub struct Summary {
     pub reap_memory_bytes: u64,
     pub scan_ms: f64,
     pub scope: Option<i32>,
+    /// Copies of a server command beyond the first under one live host.
+    pub duplicate_servers: usize,
 }
 
 /// Live members' RSS + swap. Zombies hold no memory worth counting.
@@ -193,7 +197,9 @@ pub fn build(a: &Assessment) -> ScanReport {
         *by_verdict.entry(t.verdict.as_str()).or_default() += 1;
     }
     let reaped = trees.iter().filter(|t| t.reap);
+    let duplicates: Vec<_> = a.duplicates.iter().map(|d| super::status::DuplicateServers::new(snap, d)).collect();
     let summary = Summary {
+        duplicate_servers: super::status::DuplicateServers::extra(&duplicates),
         processes_scanned: snap.len(),
         trees: trees.len(),
         by_verdict,
@@ -203,5 +209,5 @@ pub fn build(a: &Assessment) -> ScanReport {
         scan_ms: a.scan_duration.as_secs_f64() * 1000.0,
         scope: a.scope.map(super::super::ids::Pid::get),
     };
-    ScanReport { trees, summary }
+    ScanReport { trees, summary, duplicates }
 }

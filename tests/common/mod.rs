@@ -222,6 +222,8 @@ pub struct Spec {
     pad_kib: usize,
     /// `"pipe"`, `"socket"`, `"null"` or `"inherit"` (see examples/fakeproc.rs).
     stdio: &'static str,
+    close_stdin_ms: Option<u64>,
+    stdin_leak: Option<Box<Spec>>,
 }
 
 impl Spec {
@@ -243,6 +245,8 @@ impl Spec {
             flip: Vec::new(),
             pad_kib: 0,
             stdio: "pipe",
+            close_stdin_ms: None,
+            stdin_leak: None,
         }
     }
 
@@ -362,6 +366,21 @@ impl Spec {
         self
     }
 
+    /// The parent ends this process's stdin `ms` after starting it (closes
+    /// its write end of the pipe, or its end of the socketpair), as a host
+    /// ends a server's stdin; the process never reads it and keeps running.
+    pub fn close_stdin_after(mut self, ms: u64) -> Spec {
+        self.close_stdin_ms = Some(ms);
+        self
+    }
+
+    /// A helper the parent starts holding a copy of its end of this
+    /// process's stdin (a leaked write end). Counted by [`Spec::count`].
+    pub fn stdin_leak(mut self, helper: Spec) -> Spec {
+        self.stdin_leak = Some(Box::new(helper));
+        self
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "argv": self.argv,
@@ -380,12 +399,14 @@ impl Spec {
             "flip": self.flip,
             "pad_kib": self.pad_kib,
             "stdio": self.stdio,
+            "close_stdin_ms": self.close_stdin_ms,
+            "stdin_leak": self.stdin_leak.as_ref().map(|h| h.to_json()),
         })
     }
 
     /// This process and all below it (as started: `on_usr1` children not counted).
     pub fn count(&self) -> usize {
-        1 + self.children.iter().map(Spec::count).sum::<usize>()
+        1 + self.children.iter().map(Spec::count).sum::<usize>() + self.stdin_leak.as_ref().map_or(0, |h| h.count())
     }
 }
 
