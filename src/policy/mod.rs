@@ -334,6 +334,8 @@ fn terminal(p: &Process) -> Term {
 }
 
 #[cfg(test)]
+mod abandon_tests;
+#[cfg(test)]
 mod corpus;
 #[cfg(test)]
 mod evidence_tests;

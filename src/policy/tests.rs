@@ -15,10 +15,10 @@ pub(super) const NS: u64 = 4026531836;
 pub(super) struct World {
     pub(super) procs: Vec<Process>,
     pub(super) ctx: Context,
-    cfg: Config,
+    pub(super) cfg: Config,
     scope: Option<Pid>,
-    book: GraceBook,
-    now: SystemTime,
+    pub(super) book: GraceBook,
+    pub(super) now: SystemTime,
 }
 
 pub(super) fn pid(n: i32) -> Pid {
