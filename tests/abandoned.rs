@@ -203,7 +203,8 @@ fn the_same_server_twice_under_one_host_is_reported_not_reaped() {
             .child(Spec::new(OTHER_SERVER)),
     ]);
     let host = sb.pid_of("claude");
-    let copies: Vec<i32> = sb.ready().iter().filter(|r| r.cmd == PIPE_SERVER.join(" ")).map(|r| r.pid).collect();
+    let mut copies: Vec<i32> = sb.ready().iter().filter(|r| r.cmd == PIPE_SERVER.join(" ")).map(|r| r.pid).collect();
+    copies.sort_unstable();
     let cfg = sb.dir().config(0, "");
     let v = scan(&sb, &cfg);
     let d = v["duplicates"].as_array().unwrap();

@@ -30,7 +30,7 @@ use rustix::fs::{FileType, Mode, OFlags};
 use super::process::{Holder, Snapshot, StdinEnd};
 use super::procfs::{ProcFs, read_at, readlink_at};
 use super::sockdiag;
-use crate::ids::Identity;
+use crate::ids::{Identity, Pid};
 
 /// One stdin to look at, by index into the snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,31 +54,50 @@ fn inode_of(target: &str, kind: &str) -> Option<u64> {
     target.strip_prefix(kind)?.strip_prefix(":[")?.strip_suffix(']')?.parse().ok()
 }
 
+/// What one [`ProcFs::load_stdin`] call opens once and reuses: `/proc/PID`
+/// directories of possible holders (a host is asked about for each of its
+/// servers), and the socket-diagnostics socket.
+#[derive(Default)]
+struct Look {
+    dirs: HashMap<Identity, Option<OwnedFd>>,
+    diag: Option<Option<OwnedFd>>,
+    buf: Vec<u8>,
+}
+
 impl ProcFs {
     /// Answers each question into the process's [`Details::stdin`](super::Details)
     /// (processes without details, or whose stdin is no link, are skipped).
     pub fn load_stdin(&self, snap: &mut Snapshot, questions: &[Question]) {
+        let mut look = Look::default();
         for q in questions {
             let p = &snap.procs[q.proc];
             let Some(target) = p.details.as_ref().and_then(|d| d.fds[0].clone()) else { continue };
             let ids = |i: &usize| snap.procs[*i].id;
             let expected = q.expected.map(|i| ids(&i));
             let search: Vec<Identity> = q.search.iter().map(ids).collect();
-            let end = self.stdin_end(p.id, &target.0, expected, &search);
+            let end = self.stdin_end(&mut look, p.pid(), &target.0, expected, &search);
             if let Some(d) = snap.procs[q.proc].details.as_mut() {
                 d.stdin = Some(end);
             }
         }
     }
 
-    fn stdin_end(&self, id: Identity, target: &str, expected: Option<Identity>, search: &[Identity]) -> StdinEnd {
+    fn stdin_end(
+        &self,
+        look: &mut Look,
+        pid: Pid,
+        target: &str,
+        expected: Option<Identity>,
+        search: &[Identity],
+    ) -> StdinEnd {
         let (far, write) = if let Some(ino) = inode_of(target, "pipe") {
-            match self.pipe_has_writer(id, ino) {
+            match self.pipe_has_writer(pid, ino) {
                 Ok(()) => (target.to_string(), true),
                 Err(end) => return end,
             }
         } else if let Some(ino) = inode_of(target, "socket") {
-            match socket_peer(ino) {
+            let diag = look.diag.get_or_insert_with(|| sockdiag::open().ok());
+            match socket_peer(diag.as_ref(), ino) {
                 Ok(peer) => (format!("socket:[{peer}]"), false),
                 Err(end) => return end,
             }
@@ -88,18 +107,19 @@ impl ProcFs {
         let Some(host) = expected else { return StdinEnd::Open(Holder::NotAsked) };
         let mut who = vec![host];
         who.extend(search.iter().copied().filter(|&s| s != host));
-        match self.holder(&who, &far, write) {
+        match self.holder(look, &who, &far, write) {
             Some(h) if h == host => StdinEnd::Open(Holder::Expected),
             found => StdinEnd::Open(Holder::Other(found.map(|h| h.pid))),
         }
     }
 
-    /// `Ok` when a write end of pipe `ino` (the stdin of `id`) is open anywhere.
-    fn pipe_has_writer(&self, id: Identity, ino: u64) -> Result<(), StdinEnd> {
-        let mut buf = Vec::new();
-        let dir = self.open_verified(id, &mut buf).ok_or(StdinEnd::Unknown("the process is gone"))?;
+    /// `Ok` when a write end of pipe `ino` (the stdin of `pid`) is open
+    /// anywhere. The pid is not checked against a start time: the answer is
+    /// about the pipe, and `fstat` confirms it is that pipe.
+    fn pipe_has_writer(&self, pid: Pid, ino: u64) -> Result<(), StdinEnd> {
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let fd = rustix::fs::openat(dir.as_fd(), "fd/0", flags, Mode::empty())
+        let path = self.root.join(format!("{pid}/fd/0"));
+        let fd = rustix::fs::open(&path, flags, Mode::empty())
             .map_err(|_| StdinEnd::Unknown("its stdin pipe could not be opened to look at it"))?;
         let st = rustix::fs::fstat(&fd).map_err(|_| StdinEnd::Unknown("its stdin pipe could not be examined"))?;
         if FileType::from_raw_mode(st.st_mode) != FileType::Fifo || st.st_ino != ino {
@@ -114,20 +134,25 @@ impl ProcFs {
         Ok(())
     }
 
+    /// The `/proc/PID` directory of `id`, opened once per call.
+    fn dir<'a>(&self, dirs: &'a mut HashMap<Identity, Option<OwnedFd>>, id: Identity) -> Option<&'a OwnedFd> {
+        dirs.entry(id).or_insert_with(|| self.open_verified(id, &mut Vec::new())).as_ref()
+    }
+
     /// The first of `who` holding `target` (for writing, if `write`).
-    fn holder(&self, who: &[Identity], target: &str, write: bool) -> Option<Identity> {
+    fn holder(&self, look: &mut Look, who: &[Identity], target: &str, write: bool) -> Option<Identity> {
         let hint = self.hints.0.lock().ok().and_then(|h| h.get(target).copied());
-        let mut buf = Vec::new();
+        let Look { dirs, buf, .. } = look;
         if let Some((hid, fd)) = hint
             && who.contains(&hid)
-            && let Some(dir) = self.open_verified(hid, &mut buf)
-            && fd_holds(&dir, fd, target, write, &mut buf)
+            && let Some(d) = self.dir(dirs, hid)
+            && fd_holds(d, fd, target, write, buf)
         {
             return Some(hid);
         }
         for &id in who {
-            let Some(dir) = self.open_verified(id, &mut buf) else { continue };
-            if let Some(fd) = find_fd(&dir, target, write, &mut buf) {
+            let Some(d) = self.dir(dirs, id) else { continue };
+            if let Some(fd) = find_fd(d, target, write, buf) {
                 if let Ok(mut h) = self.hints.0.lock() {
                     if h.len() >= MAX_HINTS {
                         h.clear();
@@ -143,9 +168,9 @@ impl ProcFs {
 
 /// The peer's inode of a connected unix stream socket whose peer can still
 /// send, or what is known instead.
-fn socket_peer(ino: u64) -> Result<u32, StdinEnd> {
+fn socket_peer(diag: Option<&OwnedFd>, ino: u64) -> Result<u32, StdinEnd> {
     let ino = u32::try_from(ino).map_err(|_| StdinEnd::Unknown("its stdin socket's inode is out of range"))?;
-    let s = sockdiag::unix_socket(ino).map_err(|_| {
+    let s = diag.ok_or(()).and_then(|d| sockdiag::query(d, ino).map_err(|_| ())).map_err(|()| {
         StdinEnd::Unknown(
             "the kernel's socket diagnostics could not be asked about its stdin socket \
              (another network namespace, or AF_NETLINK not allowed)",

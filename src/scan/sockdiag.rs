@@ -9,6 +9,7 @@
 //! cannot ask; the answer is then "unknown" and nothing is concluded.
 
 use std::io;
+use std::os::fd::OwnedFd;
 
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType, netlink::SocketAddrNetlink};
 
@@ -45,12 +46,21 @@ pub struct UnixSocket {
 /// Asks about the unix socket with inode `ino` (in this process's network
 /// namespace). `Err(NotFound)` when the namespace has no such socket.
 pub fn unix_socket(ino: u32) -> io::Result<UnixSocket> {
-    let fd = rustix::net::socket_with(
+    query(&open()?, ino)
+}
+
+/// A socket-diagnostics socket, for [`query`].
+pub fn open() -> io::Result<OwnedFd> {
+    Ok(rustix::net::socket_with(
         AddressFamily::NETLINK,
         SocketType::DGRAM,
         rustix::net::SocketFlags::CLOEXEC,
         Some(rustix::net::netlink::SOCK_DIAG),
-    )?;
+    )?)
+}
+
+/// [`unix_socket`] through a socket from [`open`].
+pub fn query(fd: &OwnedFd, ino: u32) -> io::Result<UnixSocket> {
     let mut msg = Vec::with_capacity(40);
     msg.extend_from_slice(&40u32.to_ne_bytes()); // nlmsg_len: header 16 + unix_diag_req 24
     msg.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
