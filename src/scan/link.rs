@@ -60,7 +60,8 @@ fn inode_of(target: &str, kind: &str) -> Option<u64> {
 #[derive(Default)]
 struct Look {
     dirs: HashMap<Identity, Option<OwnedFd>>,
-    diag: Option<Option<OwnedFd>>,
+    /// Opened on first use (`Err`: not available here).
+    diag: Option<std::io::Result<OwnedFd>>,
     buf: Vec<u8>,
 }
 
@@ -96,8 +97,8 @@ impl ProcFs {
                 Err(end) => return end,
             }
         } else if let Some(ino) = inode_of(target, "socket") {
-            let diag = look.diag.get_or_insert_with(|| sockdiag::open().ok());
-            match socket_peer(diag.as_ref(), ino) {
+            let diag = look.diag.get_or_insert_with(sockdiag::open);
+            match socket_peer(diag.as_ref().ok(), ino) {
                 Ok(peer) => (format!("socket:[{peer}]"), false),
                 Err(end) => return end,
             }

@@ -75,9 +75,9 @@ pub fn query(fd: &OwnedFd, ino: u32) -> io::Result<UnixSocket> {
     msg.extend_from_slice(&UDIAG_SHOW_PEER.to_ne_bytes());
     msg.extend_from_slice(&u32::MAX.to_ne_bytes()); // cookie: INET_DIAG_NOCOOKIE
     msg.extend_from_slice(&u32::MAX.to_ne_bytes());
-    rustix::net::sendto(&fd, &msg, SendFlags::empty(), &SocketAddrNetlink::new(0, 0))?;
+    rustix::net::sendto(fd, &msg, SendFlags::empty(), &SocketAddrNetlink::new(0, 0))?;
     let mut buf = vec![0u8; 1024];
-    let n = rustix::net::recv(&fd, &mut buf[..], RecvFlags::empty())?.0;
+    let n = rustix::net::recv(fd, &mut buf[..], RecvFlags::empty())?.0;
     parse(&buf[..n.min(buf.len())])
 }
 
