@@ -81,7 +81,10 @@ fn abandoned_is_reaped_after_grace(socket: bool) {
     assert!(reason.contains(&format!("stdin closed by claude --resume (pid {host})")), "{reason}");
     let what = if socket { "the peer of its stdin socket closed it" } else { "no process holds the write end" };
     assert!(reason.contains(what), "{reason}");
-    assert_eq!(tree_rooted_at(&v, kept)["verdict"], "live", "{v:#}");
+    assert!(common::member(t, gone)["evidence"]["stdin"].as_str().unwrap().starts_with("gone: "), "{t:#}");
+    let k = tree_rooted_at(&v, kept);
+    assert_eq!(k["verdict"], "live", "{v:#}");
+    assert_eq!(common::member(k, kept)["evidence"]["stdin"], "open, held by its owner", "{k:#}");
     assert_eq!(tree_rooted_at(&v, fetch)["verdict"], "live", "{v:#}");
 
     let (v, _) = once(&sb, &cfg);

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::config::Role;
 use crate::policy::Assessment;
 use crate::policy::{Judgement, Verdict};
-use crate::scan::{FdKind, Process, Snapshot};
+use crate::scan::{FdKind, Holder, Process, Snapshot, StdinEnd};
 
 #[derive(Serialize)]
 pub struct ScanReport {
@@ -81,6 +81,8 @@ pub struct Evidence {
     pub unit: Option<String>,
     /// Whether it is that unit's main process (its oldest).
     pub unit_main: Option<bool>,
+    /// Whether anyone can still write to its stdin, where that was looked at.
+    pub stdin: Option<String>,
 }
 
 /// The program of a process as shown: masked like its command line.
@@ -92,7 +94,23 @@ fn evidence(p: &Process) -> Evidence {
     let d = p.details.as_deref();
     let kind = |fd| d.map_or(FdKind::Unknown, |d| d.fd_kind(fd)).as_str();
     let unit = d.and_then(|d| d.unit.as_ref());
-    Evidence { fd0: kind(0), fd1: kind(1), unit: unit.map(|u| u.name.clone()), unit_main: unit.and_then(|u| u.main) }
+    Evidence {
+        fd0: kind(0),
+        fd1: kind(1),
+        unit: unit.map(|u| u.name.clone()),
+        unit_main: unit.and_then(|u| u.main),
+        stdin: d.and_then(|d| d.stdin.as_ref()).map(stdin_words),
+    }
+}
+
+fn stdin_words(end: &StdinEnd) -> String {
+    match end {
+        StdinEnd::Open(Holder::NotAsked) => "open".into(),
+        StdinEnd::Open(Holder::Expected) => "open, held by its owner".into(),
+        StdinEnd::Open(Holder::Other(_)) => "open, held by another process".into(),
+        StdinEnd::Gone(why) => format!("gone: {why}"),
+        StdinEnd::Unknown(why) => format!("unknown: {why}"),
+    }
 }
 
 /// Why a process has its role, in words.
