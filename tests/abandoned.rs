@@ -229,3 +229,33 @@ fn the_same_server_twice_under_one_host_is_reported_not_reaped() {
     assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "{v:#}");
     sb.assert_alive(&copies);
 }
+
+#[test]
+fn daemon_reaps_the_abandoned_server_and_reports_duplicates_in_status_and_metrics() {
+    let sb = Sandbox::new(vec![
+        Spec::new(CLAUDE)
+            .child(Spec::new(PIPE_SERVER).close_stdin_after(300))
+            .child(Spec::new(OTHER_SERVER))
+            .child(Spec::new(OTHER_SERVER)),
+    ]);
+    let (host, gone) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
+    let cfg = sb.dir().config_with(0, "interval_secs = 1", "");
+    let d = common::Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &common::Launch::default());
+    let st = d.status_until(Duration::from_secs(20), "the abandoned server is reaped", |st| {
+        st["recent"].as_array().is_some_and(|r| r.iter().any(|e| e["root"] == gone && e["verdict"] == "abandoned"))
+    });
+    assert!(wait_until(Duration::from_secs(10), || !alive(gone)), "the abandoned server survived");
+    sb.assert_alive(&[host]);
+    let others: Vec<i32> =
+        sb.ready().iter().filter(|r| r.cmd == OTHER_SERVER.join(" ")).map(|r| r.pid).collect::<Vec<_>>();
+    sb.assert_alive(&others);
+    let dups = st["duplicates"].as_array().unwrap();
+    assert_eq!(dups.len(), 1, "{st:#}");
+    assert_eq!(dups[0]["count"], 2, "{st:#}");
+    assert_eq!(dups[0]["host_pid"], host, "{st:#}");
+    let human = text(&d.ctl(&["status"]).stdout);
+    assert!(human.contains("duplicate 2× other-mcp under host"), "{human}");
+    let metrics = text(&d.ctl(&["metrics"]).stdout);
+    assert!(metrics.contains("mcp_reaper_duplicate_servers 1\n"), "{metrics}");
+    assert!(metrics.contains("mcp_reaper_trees{verdict=\"abandoned\"}"), "{metrics}");
+}
