@@ -156,9 +156,9 @@ struct Spec {
     pad_kib: usize,
     #[serde(default)]
     stdio: StdioKind,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     close_stdin_ms: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     stdin_leak: Option<Box<Spec>>,
 }
 

@@ -382,6 +382,19 @@ impl Spec {
     }
 
     pub fn to_json(&self) -> Value {
+        // The new switches only when set: a big tree's spec must stay under
+        // the 128 KiB one environment string may hold.
+        let mut v = self.base_json();
+        if let Some(ms) = self.close_stdin_ms {
+            v["close_stdin_ms"] = json!(ms);
+        }
+        if let Some(h) = &self.stdin_leak {
+            v["stdin_leak"] = h.to_json();
+        }
+        v
+    }
+
+    fn base_json(&self) -> Value {
         json!({
             "argv": self.argv,
             "children": self.children.iter().map(Spec::to_json).collect::<Vec<_>>(),
@@ -399,8 +412,6 @@ impl Spec {
             "flip": self.flip,
             "pad_kib": self.pad_kib,
             "stdio": self.stdio,
-            "close_stdin_ms": self.close_stdin_ms,
-            "stdin_leak": self.stdin_leak.as_ref().map(|h| h.to_json()),
         })
     }
 
