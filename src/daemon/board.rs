@@ -88,9 +88,10 @@ impl Shared {
     pub fn status_line(&self) -> String {
         let count = |v: Verdict| self.trees.iter().filter(|t| t.status.verdict == v).count();
         format!(
-            "{} live, {} orphan, {} young, {} stale tree(s); reaped {} so far",
+            "{} live, {} orphan, {} abandoned, {} young, {} stale tree(s); reaped {} so far",
             count(Verdict::Live),
             count(Verdict::Orphan),
+            count(Verdict::Abandoned),
             count(Verdict::Young),
             count(Verdict::Stale),
             self.totals.trees_reaped
