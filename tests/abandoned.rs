@@ -259,3 +259,40 @@ fn daemon_reaps_the_abandoned_server_and_reports_duplicates_in_status_and_metric
     assert!(metrics.contains("mcp_reaper_duplicate_servers 1\n"), "{metrics}");
     assert!(metrics.contains("mcp_reaper_trees{verdict=\"abandoned\"}"), "{metrics}");
 }
+
+/// Opens `/proc/PID/fd/0` (a pipe) for writing, writes `data`, closes it.
+fn write_into_stdin(pid: i32, data: &[u8]) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open(format!("/proc/{pid}/fd/0")).unwrap();
+    f.write_all(data).unwrap();
+}
+
+/// What is waiting unread in the pipe on `/proc/PID/fd/0` (read, so taken).
+fn take_from_stdin(pid: i32) -> Vec<u8> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/{pid}/fd/0"))
+        .unwrap();
+    let mut out = vec![0u8; 64];
+    let n = f.read(&mut out).unwrap_or(0);
+    out.truncate(n);
+    out
+}
+
+#[test]
+fn looking_at_a_stdin_pipe_never_takes_what_waits_in_it() {
+    let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(Spec::new(PIPE_SERVER).close_stdin_after(1500))]);
+    let server = sb.pid_of(&PIPE_SERVER.join(" "));
+    write_into_stdin(server, b"{\"jsonrpc\":\"2.0\"}\n");
+    let cfg = sb.dir().config(600, "");
+    // Looked at while the host holds the write end, then after it closed it.
+    let v = scan(&sb, &cfg);
+    assert_eq!(tree_rooted_at(&v, server)["verdict"], "live", "{v:#}");
+    let v = scan_until(&sb, &cfg, server, "young");
+    assert!(tree_rooted_at(&v, server)["reason"].as_str().unwrap().contains("stdin closed by"), "{v:#}");
+    scan(&sb, &cfg);
+    assert_eq!(take_from_stdin(server), b"{\"jsonrpc\":\"2.0\"}\n", "the scans left the pending bytes in the pipe");
+}

