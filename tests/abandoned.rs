@@ -296,3 +296,17 @@ fn looking_at_a_stdin_pipe_never_takes_what_waits_in_it() {
     scan(&sb, &cfg);
     assert_eq!(take_from_stdin(server), b"{\"jsonrpc\":\"2.0\"}\n", "the scans left the pending bytes in the pipe");
 }
+
+#[test]
+fn adopted_one_shot_host_that_read_its_prompt_to_the_end_is_kept() {
+    // `echo task | claude -p &` from a shell that exited: stdin at EOF by design.
+    let sb = adopted_host(Spec::new(&["claude", "-p", "--output-format", "json"]));
+    let (host, server) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
+    let cfg = sb.dir().config(0, "");
+    let v = scan(&sb, &cfg);
+    let t = tree_rooted_at(&v, server);
+    assert_eq!(t["verdict"], "live", "{t:#}");
+    let (v, _) = once(&sb, &cfg);
+    assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "{v:#}");
+    sb.assert_alive(&[host, server]);
+}

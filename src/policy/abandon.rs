@@ -89,18 +89,28 @@ pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement) {
 
 /// Why host `h` is stale although its terminal is not dead: it has none, it
 /// was adopted (its parent adopts orphans), and nobody can write to its stdin
-/// any more. `None` for documented background modes.
+/// any more. `None` for documented background modes and one-shot modes.
 pub(super) fn unreachable_host(snap: &Snapshot, forest: &Forest, h: usize) -> Option<String> {
     let host = &snap.procs[h];
     let how = adopter(snap, forest, forest.parent[h]?)?;
     let Some(StdinEnd::Gone(why)) = host.details.as_ref()?.stdin.as_ref() else { return None };
-    if background_mode(snap, host) {
+    if background_mode(snap, host) || one_shot(host) {
         return None;
     }
     Some(format!(
         "host {} is alive, but it has no terminal, was adopted by {how}, and {why}: nothing can reach it",
         name(host)
     ))
+}
+
+/// One-shot modes read their stdin to its end by design, then work on what
+/// they read and exit when done (`echo task | claude -p &` outlives the
+/// shell that started it): `-p`, `--print`, `--prompt`, or an `exec`
+/// subcommand (`codex exec`).
+fn one_shot(host: &Process) -> bool {
+    let args = host.program.args(&host.cmdline);
+    args.split(' ').any(|w| matches!(w, "-p" | "--print" | "--prompt") || w.starts_with("--print="))
+        || args.split(' ').next() == Some("exec")
 }
 
 /// `claude daemon`, and a `--bg-pty-host` while a `claude daemon` of its

@@ -148,9 +148,12 @@ fn hosts_in_use_or_on_purpose_in_the_background_are_not_stale() {
     let cases: &[Case<'_>] = &[
         ("claude --resume", "/dev/null", None, None, false), // a desktop app's child
         ("claude --resume", "pipe:[5]", Some("/dev/pts/1"), Some(GONE), false), // a live terminal
-        ("claude -p", "pipe:[5]", None, Some(StdinEnd::Open(Holder::NotAsked)), false), // a live pipeline
-        ("claude -p", "pipe:[5]", None, Some(StdinEnd::Unknown("?")), false),
+        ("claude --resume", "pipe:[5]", None, Some(StdinEnd::Open(Holder::NotAsked)), false), // a live pipeline
+        ("claude --resume", "pipe:[5]", None, Some(StdinEnd::Unknown("?")), false),
         ("claude daemon --port 0", "pipe:[5]", None, Some(GONE), false),
+        ("claude -p --output-format json", "pipe:[5]", None, Some(GONE), false), // read its prompt to EOF
+        ("claude --print", "pipe:[5]", None, Some(GONE), false),
+        ("codex exec fix the tests", "pipe:[5]", None, Some(GONE), false),
         ("/home/u/.local/share/claude/versions/2.1.197 --bg-pty-host /tmp/s 80 24", "pipe:[5]", None, Some(GONE), true),
     ];
     for (cmd, fd0, term, end, daemon) in cases {
