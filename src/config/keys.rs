@@ -146,6 +146,7 @@ keys! {
         grace_secs: u64 = 0..=604_800 => grace_secs;
         term_timeout_secs: f64 = 0.05..=300.0 => term_timeout_secs;
         reap_stale_hosts: bool => reap_stale_hosts;
+        reap_abandoned: bool => reap_abandoned;
         // u32::MAX is (uid_t)-1, "no uid": a floor no user can reach.
         min_uid: u32 = 0..=i128::from(u32::MAX - 1) => min_uid;
     }

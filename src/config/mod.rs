@@ -57,6 +57,8 @@ pub struct Config {
     pub grace_secs: u64,
     pub term_timeout_secs: f64,
     pub reap_stale_hosts: bool,
+    /// Reap a live host's server whose stdin nobody can write to any more.
+    pub reap_abandoned: bool,
     pub min_uid: u32,
     pub patterns: PatternLists,
     pub socket: Option<PathBuf>,

@@ -54,7 +54,7 @@ fn unanswered_link(snap: &Snapshot, i: usize, of: usize) -> bool {
 
 /// Turns a live host's tree into an abandoned one when its root's stdin has
 /// no writer left; notes a write end held by someone else than the owner.
-pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement) {
+pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement, reap: bool) {
     let (Some(h), Some(o)) = (j.host, j.owner) else { return };
     let root = &snap.procs[j.root];
     let Some(t) = stdin_target(root) else { return };
@@ -69,9 +69,12 @@ pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement) {
     match root.details.as_ref().and_then(|d| d.stdin.as_ref()) {
         Some(StdinEnd::Gone(why)) => {
             j.verdict = Verdict::Abandoned;
-            j.candidate = true;
-            j.reap = true;
+            j.candidate = reap;
+            j.reap = reap;
             j.reason = format!("stdin closed by {by}: {why}, and the server kept running");
+            if !reap {
+                j.reason.push_str("; kept because reap_abandoned = false");
+            }
         }
         Some(StdinEnd::Open(Holder::Other(who))) => {
             let holder = who

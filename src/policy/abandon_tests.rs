@@ -49,6 +49,12 @@ fn server_whose_stdin_has_no_writer_under_a_live_host_is_abandoned_alone() {
         assert_eq!(members, [200, 201, 202, 203], "the server's tree only, never the host");
         assert_eq!(by_root(&snap, &js, 300).verdict, Verdict::Live);
     }
+    let mut w = host_with_two(1, Some("/dev/pts/1")).cfg("[reaper]\ngrace_secs = 0\nreap_abandoned = false\n");
+    set_stdin(&mut w, 200, GONE);
+    let (snap, js) = w.judge();
+    let j = by_root(&snap, &js, 200);
+    assert_eq!((j.verdict, j.reap, j.candidate), (Verdict::Abandoned, false, false));
+    assert!(j.reason.ends_with("kept because reap_abandoned = false"), "{}", j.reason);
 }
 
 #[test]

@@ -257,7 +257,7 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
                 j.reason = format!("host {} is alive (no terminal: headless or IDE)", name(host));
             }
         }
-        abandon::abandoned(snap, &mut j);
+        abandon::abandoned(snap, &mut j, cfg.reap_abandoned);
         return j;
     }
     j.reason = format!("owned by live process {}, which is not a known host", name(&snap.procs[owner]));
