@@ -32,6 +32,8 @@ pub fn questions(snap: &Snapshot, forest: &Forest, judgements: &[Judgement]) -> 
         if adopted
             && matches!(terminal(&snap.procs[h]), super::Term::None)
             && unanswered_link(snap, h, h)
+            && !background_mode(snap, &snap.procs[h])
+            && !one_shot(&snap.procs[h])
             && !out.iter().any(|q| q.proc == h)
         {
             out.push(Question { proc: h, expected: None, search: Vec::new() });
