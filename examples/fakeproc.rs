@@ -57,6 +57,15 @@
 //!   (found on `PATH`) with `argv[1..]`, and the environment variables in
 //!   `env` added: a host stand-in's real `docker run -i` client. The parent
 //!   writes the child's ready line; the child's own switches are ignored.
+//! - `close_stdin_ms`: the parent ends this process's stdin that many ms
+//!   after starting it, as a host ends a server's stdin before signalling it
+//!   (or forgets the server after that): it closes its write end of the pipe,
+//!   or its end of the socketpair. The process itself never reads its stdin,
+//!   so it keeps running: a server that ignores EOF.
+//! - `stdin_leak`: a helper process the parent starts right after this one,
+//!   holding (as its stdout; its stdin on `/dev/null`) a copy of the
+//!   parent's end of this process's stdin: a write end leaked into a
+//!   long-lived helper. Its own `stdio` is ignored.
 //!
 //! And `stdio`, what the parent connects this process's fd 0 and fd 1 to
 //! (fd 2 is always inherited):
@@ -176,6 +185,10 @@ struct Spec {
     hook: Option<Hook>,
     #[serde(default)]
     real: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    close_stdin_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdin_leak: Option<Box<Spec>>,
 }
 
 fn fail(msg: &str) -> ! {
@@ -247,7 +260,9 @@ extern "C" fn note_term(_: libc::c_int) {
     }
 }
 
-fn spawn_child(exe: &std::path::Path, child: &Spec) {
+/// Starts `child`; `leak`: instead of its `stdio`, stdin on `/dev/null` and
+/// stdout this fd (a `stdin_leak` helper).
+fn spawn_child(exe: &std::path::Path, child: &Spec, leak: Option<OwnedFd>) {
     if child.argv.is_empty() {
         fail("a child's argv must not be empty");
     }
@@ -271,7 +286,8 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     // The parent's end of a socketpair, held (like the pipe ends below) for
     // as long as this process lives.
     let mut keep: Option<OwnedFd> = None;
-    match child.stdio {
+    let stdio = if leak.is_some() { StdioKind::Inherit } else { child.stdio };
+    match stdio {
         StdioKind::Pipe => {
             // std makes both pipes close-on-exec on this side.
             cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
@@ -288,7 +304,7 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
             cmd.stdin(Stdio::null()).stdout(Stdio::null());
         }
         StdioKind::Inherit => {
-            cmd.stdin(Stdio::null()).stdout(Stdio::inherit());
+            cmd.stdin(Stdio::null()).stdout(leak.map_or_else(Stdio::inherit, Stdio::from));
         }
     }
     let mut left = child.pad_kib * 1024;
@@ -310,14 +326,27 @@ fn spawn_child(exe: &std::path::Path, child: &Spec) {
     if child.real {
         write_ready(spawned.id(), std::process::id(), &child.argv);
     }
-    if let Some(stdin) = spawned.stdin.take() {
-        let _ = stdin.into_raw_fd();
-    }
+    // The end this process's stdin is written through: the pipe's write end,
+    // or the parent's end of the socketpair.
+    let far = spawned.stdin.take().map(OwnedFd::from).or(keep);
     if let Some(stdout) = spawned.stdout.take() {
         let _ = stdout.into_raw_fd();
     }
-    if let Some(fd) = keep {
-        let _ = fd.into_raw_fd();
+    if let (Some(helper), Some(f)) = (&child.stdin_leak, &far) {
+        let copy = f.try_clone().unwrap_or_else(|e| fail(&format!("dup of a stdin end: {e}")));
+        spawn_child(exe, helper, Some(copy));
+    }
+    match (far, child.close_stdin_ms) {
+        (Some(f), Some(ms)) => {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(ms));
+                drop(f);
+            });
+        }
+        (Some(f), None) => {
+            let _ = f.into_raw_fd();
+        }
+        (None, _) => {}
     }
 }
 
@@ -435,7 +464,7 @@ fn main() {
 
     let exe = std::env::current_exe().unwrap_or_else(|e| fail(&format!("current_exe: {e}")));
     for child in &spec.children {
-        spawn_child(&exe, child);
+        spawn_child(&exe, child, None);
     }
 
     // Private, touched memory, held until the process ends.
@@ -475,7 +504,7 @@ fn main() {
         // (above), so it is only ever taken here.
         while unsafe { libc::sigwait(&raw const set, &raw mut sig) } != 0 {}
         for child in &spec.on_usr1 {
-            spawn_child(&exe, child);
+            spawn_child(&exe, child, None);
         }
         if let Some(hook) = &spec.hook {
             run_hook(hook);

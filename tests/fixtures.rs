@@ -169,7 +169,7 @@ fn full_fixture_with_self_gives_every_verdict() {
     assert_eq!(s["trees"], 11);
     assert_eq!(
         s["by_verdict"],
-        serde_json::json!({"detached": 1, "foreign": 1, "live": 1, "orphan": 4, "protected": 3, "stale": 1, "young": 0})
+        serde_json::json!({"abandoned": 0, "detached": 1, "foreign": 1, "live": 1, "orphan": 4, "protected": 3, "stale": 1, "young": 0})
     );
     assert_eq!(s["reap_trees"], 5);
     assert_eq!(s["reap_processes"], 4 + 2 + 2 + 1 + 2);

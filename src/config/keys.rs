@@ -147,6 +147,7 @@ keys! {
         term_timeout_secs: f64 = 0.05..=300.0 => term_timeout_secs;
         reap_stale_hosts: bool => reap_stale_hosts;
         reap_other_pid_namespaces: bool => reap_other_pid_namespaces;
+        reap_abandoned: bool => reap_abandoned;
         // u32::MAX is (uid_t)-1, "no uid": a floor no user can reach.
         min_uid: u32 = 0..=i128::from(u32::MAX - 1) => min_uid;
     }

@@ -51,6 +51,9 @@ impl fmt::Display for Mode {
 /// [`Config::default`] is the empty value a load fills in key by key, not a
 /// usable config (that is [`Config::embedded`]).
 #[derive(Clone, Debug, Default)]
+// The file's switches (reap_stale_hosts, reap_abandoned, …) are booleans
+// there too: one field per key keeps the key table one line per key.
+#[allow(clippy::struct_excessive_bools)]
 pub struct Config {
     pub mode: Mode,
     pub interval_secs: u64,
@@ -60,6 +63,8 @@ pub struct Config {
     /// Judge each PID namespace below the reaper's (containers) on its own
     /// terms, its PID 1 being its adopter, rather than never touching it.
     pub reap_other_pid_namespaces: bool,
+    /// Reap a live host's server whose stdin nobody can write to any more.
+    pub reap_abandoned: bool,
     pub min_uid: u32,
     /// `[hosts] read_configs`: servers the hosts' own MCP configs name are servers.
     pub read_host_configs: bool,

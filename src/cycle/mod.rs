@@ -80,8 +80,10 @@ pub fn assess_snapshot(
     crate::hostcfg::apply(procfs, cfg, &snap, &mut forest);
     let inputs = policy::Inputs { config: cfg, grace, now, pressure };
     // Round 1 loads tree members and their ancestors; round 2 the subtrees of
-    // stale hosts, which join their trees. Roles are refined with exe paths as
-    // they become known, so the trees are recomputed each round.
+    // stale hosts, which join their trees; then the stdins the policy asks
+    // about (and the subtrees of hosts found stale by theirs). Roles are
+    // refined with exe paths as they become known, so the trees are
+    // recomputed each round.
     let mut rounds = 0;
     loop {
         let shapes = forest.server_trees(&snap);
@@ -98,9 +100,13 @@ pub fn assess_snapshot(
             want.extend(j.members.iter().map(|&(m, _)| m));
         }
         want.retain(|&i| snap.procs[i].details.is_none() && !snap.procs[i].kernel_thread);
-        if want.is_empty() || rounds == 3 {
+        // Once every detail is in, the stdins of live hosts' trees (and of
+        // adopted hosts without a terminal): whether anyone still writes.
+        let questions = if want.is_empty() { policy::questions(&snap, &forest, &judgements) } else { Vec::new() };
+        if (want.is_empty() && questions.is_empty()) || rounds == 5 {
             // A member still without details is protected by the policy.
             return Ok(Assessment {
+                duplicates: policy::duplicates(&snap, &judgements),
                 snapshot: snap,
                 forest,
                 judgements,
@@ -110,6 +116,10 @@ pub fn assess_snapshot(
             });
         }
         rounds += 1;
+        if !questions.is_empty() {
+            procfs.load_stdin(&mut snap, &questions);
+            continue;
+        }
         let idx: Vec<usize> = want.into_iter().collect();
         let pids: Vec<Pid> = idx.iter().map(|&i| snap.procs[i].pid()).collect();
         procfs.load_details(&mut snap, pids);

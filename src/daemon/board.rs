@@ -43,6 +43,8 @@ pub struct Shared {
     pub run_sessions: Vec<crate::report::status::RunSession>,
     /// Memory pressure as last read.
     pub pressure: PressureStatus,
+    /// The last scan's duplicate servers, with the uid of their host.
+    pub duplicates: Vec<(report::status::DuplicateServers, Option<u32>)>,
 }
 
 pub fn unix_now() -> u64 {
@@ -83,6 +85,12 @@ impl Shared {
             filtered_for_uid: (!all).then_some(uid),
             run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
             memory_pressure: Some(self.pressure.clone()),
+            duplicates: self
+                .duplicates
+                .iter()
+                .filter(|(_, u)| all || *u == Some(uid))
+                .map(|(d, _)| d.clone())
+                .collect(),
         }
     }
 
@@ -90,9 +98,10 @@ impl Shared {
     pub fn status_line(&self) -> String {
         let count = |v: Verdict| self.trees.iter().filter(|t| t.status.verdict == v).count();
         format!(
-            "{} live, {} orphan, {} young, {} stale tree(s); reaped {} so far",
+            "{} live, {} orphan, {} abandoned, {} young, {} stale tree(s); reaped {} so far",
             count(Verdict::Live),
             count(Verdict::Orphan),
+            count(Verdict::Abandoned),
             count(Verdict::Young),
             count(Verdict::Stale),
             self.totals.trees_reaped
@@ -114,6 +123,14 @@ impl Shared {
             .map(|j| TreeView {
                 status: TreeStatus::new(snap, j),
                 uids: j.members.iter().filter_map(|&(m, _)| snap.procs[m].uid().map(|u| u.0)).collect(),
+            })
+            .collect();
+        self.duplicates = a
+            .duplicates
+            .iter()
+            .map(|d| {
+                let uid = snap.procs[d.host].uid().map(|u| u.0);
+                (report::status::DuplicateServers::new(snap, d), uid)
             })
             .collect();
         let mut events = Vec::new();

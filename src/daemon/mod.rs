@@ -38,8 +38,8 @@ use crate::state;
     about = "Reap orphaned MCP server process trees",
     long_about = "Reap orphaned MCP server process trees.\n\n\
         Scans /proc every interval and whenever a host or owner of a server tree exits, gives every MCP \
-        server tree a verdict (live, orphan, stale, foreign, protected, young) and terminates orphan and \
-        stale trees: SIGTERM (+SIGCONT), a timeout, SIGKILL, always through pidfds re-checked against \
+        server tree a verdict (live, orphan, stale, abandoned, foreign, protected, young, detached) and \
+        terminates orphan, stale and abandoned trees: SIGTERM (+SIGCONT), a timeout, SIGKILL, always through pidfds re-checked against \
         the process start time. With --once it runs one cycle and exits (for a systemd timer); in \
         dry-run it decides and logs \"would reap\" but signals nothing.",
     after_long_help = "Exit status: 0 ok (also when a tree could not be killed: that is reported), 64 usage, \

@@ -96,6 +96,31 @@ struct Daemon {
     metrics_writes: report::log::Repeated,
 }
 
+/// The proc connector when it is proven to deliver, else pidfd mode and why.
+fn open_events(
+    args: &Args,
+    interval_secs: u64,
+) -> (Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>, &'static str, Option<String>) {
+    let opened = if args.no_events {
+        Err(std::io::Error::other("disabled by --no-events"))
+    } else {
+        // A subscription that delivers nothing would make the daemon deaf:
+        // prove that events flow before relying on them.
+        Connector::open()
+            .and_then(|fd| Connector::prove(std::os::fd::AsFd::as_fd(&fd), Duration::from_millis(100)).map(|()| fd))
+            .and_then(sys::async_fd)
+    };
+    match opened {
+        Ok(c) => (Some(c), "netlink", None),
+        Err(e) => {
+            tracing::info!(
+                "process events unavailable ({e}); watching hosts with pidfds and scanning every {interval_secs}s"
+            );
+            (None, "pidfd", Some(e.to_string()))
+        }
+    }
+}
+
 impl Daemon {
     async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         let sources = super::sources(&args.config);
@@ -119,25 +144,7 @@ impl Daemon {
         if let Some(w) = warning {
             tracing::warn!(reaper_action = "error", "{w}");
         }
-        let opened = if args.no_events {
-            Err(std::io::Error::other("disabled by --no-events"))
-        } else {
-            // A subscription that delivers nothing would make the daemon deaf:
-            // prove that events flow before relying on them.
-            Connector::open()
-                .and_then(|fd| Connector::prove(std::os::fd::AsFd::as_fd(&fd), Duration::from_millis(100)).map(|()| fd))
-                .and_then(sys::async_fd)
-        };
-        let (connector, event_mode, event_mode_reason) = match opened {
-            Ok(c) => (Some(c), "netlink", None),
-            Err(e) => {
-                tracing::info!(
-                    "process events unavailable ({e}); watching hosts with pidfds and scanning every {}s",
-                    cfg.interval_secs
-                );
-                (None, "pidfd", Some(e.to_string()))
-            }
-        };
+        let (connector, event_mode, event_mode_reason) = open_events(&args, cfg.interval_secs);
         let procfs = ProcFs::new(&args.proc_root);
         if let Some(note) = procfs.hidden_notice() {
             tracing::info!("{note}");
@@ -156,6 +163,7 @@ impl Daemon {
             trees: Vec::new(),
             totals: Totals::default(),
             recent: VecDeque::new(),
+            duplicates: Vec::new(),
             self_uid: rustix::process::getuid().as_raw(),
             run_sessions: Vec::new(),
             pressure: pressure.status(),

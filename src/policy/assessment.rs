@@ -12,6 +12,8 @@ pub struct Assessment {
     pub snapshot: Snapshot,
     pub forest: Forest,
     pub judgements: Vec<Judgement>,
+    /// Server commands running more than once under one live host.
+    pub duplicates: Vec<super::Duplicate>,
     pub scope: Option<Pid>,
     pub scan_duration: std::time::Duration,
     /// The patterns the roles came from, for explanations.

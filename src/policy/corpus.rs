@@ -276,3 +276,52 @@ fn a_user_service_running_a_server_is_protected_by_its_unit() {
         assert!(js[0].reason.contains("systemd unit mcp-proxy.service"), "{}", js[0].reason);
     }
 }
+
+/// Programs that look like MCP servers by name but are not, with stdin a
+/// pipe nobody writes to any more (a pipeline that ended, a dead launcher).
+const NOT_SERVERS: &[(&str, &str)] = &[
+    ("ssh tunnel", "ssh -fN -L 8931:localhost:8931 gpu-mcp"),
+    ("screen", "SCREEN -dmS weather-mcp"),
+    ("browser on an /mcp URL", "/usr/lib/firefox/firefox http://localhost:8000/mcp"),
+    ("nohup'd tsc --watch", "node /home/u/src/mcp-server-weather/node_modules/.bin/tsc --watch"),
+    ("tmux session mcp-server-dev", "tmux new-session -d -s mcp-server-dev"),
+    ("emacs daemon", "emacs --daemon=mcp"),
+    ("http.server on an mcp directory", "python3 -m http.server --directory /srv/mcp"),
+];
+
+#[test]
+fn look_alikes_with_a_dead_stdin_are_never_abandoned_or_stale() {
+    use crate::scan::{Holder, StdinEnd};
+    let gone = || Some(StdinEnd::Gone("no process holds the write end of its stdin pipe"));
+    let mut wrong = Vec::new();
+    for (what, cmd) in NOT_SERVERS {
+        // Under a live host in a terminal, under an adopted host without a
+        // terminal fed by a live pipeline, and adopted themselves.
+        for place in ["host in a terminal", "adopted host fed by a pipeline", "adopted", "adopted by the user manager"]
+        {
+            let mut w = World::new();
+            let parent = match place {
+                "adopted" => 1,
+                "adopted by the user manager" => adopter(&mut w, Mode::UserManager),
+                _ => {
+                    let host = w.add(100, 1, "claude --resume");
+                    if place == "host in a terminal" {
+                        tty(host, "/dev/pts/1");
+                    } else {
+                        host.details.as_mut().unwrap().stdin = Some(StdinEnd::Open(Holder::NotAsked));
+                    }
+                    super::tests::playwright_under(&mut w, 100);
+                    w.procs.iter_mut().find(|p| p.pid().get() == 200).unwrap().details.as_mut().unwrap().stdin =
+                        Some(StdinEnd::Open(Holder::Expected));
+                    100
+                }
+            };
+            w.add(400, parent, cmd).details.as_mut().unwrap().stdin = gone();
+            let (snap, js) = w.judge();
+            for j in js.iter().filter(|j| j.candidate || matches!(j.verdict, Verdict::Abandoned | Verdict::Stale)) {
+                wrong.push(format!("{what} ({place}): tree {} {}: {}", snap.procs[j.root].pid(), j.verdict, j.reason));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "look-alikes that would be reaped:\n{}", wrong.join("\n"));
+}

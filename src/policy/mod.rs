@@ -1,15 +1,17 @@
 //! Stage 3: one verdict per server tree, with a reason a person can read.
 //! Pure: reads the snapshot and forest, signals nothing.
 
+mod abandon;
 mod assessment;
+mod duplicates;
 mod evidence;
 pub(crate) mod grace;
 mod guard;
-mod session;
 mod pressure;
+mod session;
 
 use std::collections::HashMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -19,12 +21,14 @@ use crate::ids::{Identity, Pid};
 use crate::names::{name, namespace_of};
 use crate::scan::{Pressure, Process, Snapshot};
 use crate::tree::{Forest, TreeShape};
+pub use abandon::questions;
 pub use assessment::Assessment;
+pub use duplicates::{Duplicate, duplicates};
 use evidence::adopted;
 pub use grace::GraceBook;
 use guard::Guard;
-use session::Below;
 pub use pressure::skips_grace as pressure_skips_grace;
+use session::Below;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -33,8 +37,14 @@ pub enum Verdict {
     Live,
     /// Its root was adopted by PID 1 or a subreaper: the host is gone. Reap.
     Orphan,
-    /// Its host is alive but the host's terminal is dead. Reap host and tree.
+    /// Its host is alive but the host's terminal is dead, or the host has
+    /// no terminal and nobody can write to its stdin any more (an adopted
+    /// host nobody uses). Reap host and tree.
     Stale,
+    /// Its host is alive but ended the tree's stdin (no writer is left on
+    /// the pipe, or the socket's peer closed): the host is done with it, the
+    /// server did not exit. Reap the tree, never the host.
+    Abandoned,
     /// Owned by a live process that is not a known host: keep, report.
     Foreign,
     /// A member matches `protect` or a never-touch rule: keep, report.
@@ -47,9 +57,10 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 7] = [
+    pub const ALL: [Verdict; 8] = [
         Verdict::Orphan,
         Verdict::Stale,
+        Verdict::Abandoned,
         Verdict::Young,
         Verdict::Live,
         Verdict::Foreign,
@@ -62,6 +73,7 @@ impl Verdict {
             Verdict::Live => "live",
             Verdict::Orphan => "orphan",
             Verdict::Stale => "stale",
+            Verdict::Abandoned => "abandoned",
             Verdict::Foreign => "foreign",
             Verdict::Protected => "protected",
             Verdict::Young => "young",
@@ -80,7 +92,7 @@ impl fmt::Display for Verdict {
 #[derive(Clone, Debug)]
 pub struct Judgement {
     pub verdict: Verdict,
-    /// Whether the reaper acts on it now (orphan, or stale with
+    /// Whether the reaper acts on it now (orphan, abandoned, or stale with
     /// `reap_stale_hosts`, and past its grace).
     pub reap: bool,
     pub reason: String,
@@ -91,7 +103,7 @@ pub struct Judgement {
     pub servers: Vec<usize>,
     /// Root first, depth-first, with depth below the root.
     pub members: Vec<(usize, usize)>,
-    /// Orphan or stale, whatever the grace: tracked in the [`GraceBook`].
+    /// Orphan, abandoned or stale, whatever the grace: tracked in the [`GraceBook`].
     pub candidate: bool,
     pub first_seen: Option<SystemTime>,
     /// Time left before a young tree may be reaped.
@@ -251,15 +263,17 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         }
         j.host = Some(a);
         let host = &snap.procs[a];
-        match terminal(host) {
+        let term = terminal(host);
+        if matches!(term, Term::None)
+            && let Some(why) = abandon::unreachable_host(snap, forest, a)
+        {
+            stale(&mut j, cfg, why);
+            return j;
+        }
+        match term {
             Term::Dead(path) => {
-                j.verdict = Verdict::Stale;
-                j.candidate = cfg.reap_stale_hosts;
-                j.reap = cfg.reap_stale_hosts;
-                j.reason = format!("host {} is alive but its terminal {path} is gone", name(host));
-                if !cfg.reap_stale_hosts {
-                    j.reason.push_str("; kept because reap_stale_hosts = false");
-                }
+                stale(&mut j, cfg, format!("host {} is alive but its terminal {path} is gone", name(host)));
+                return j;
             }
             Term::Live(path) => {
                 j.verdict = Verdict::Live;
@@ -270,10 +284,22 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
                 j.reason = format!("host {} is alive (no terminal: headless or IDE)", name(host));
             }
         }
+        abandon::abandoned(snap, &mut j, cfg.reap_abandoned);
         return j;
     }
     j.reason = format!("owned by live process {}, which is not a known host", name(&snap.procs[owner]));
     j
+}
+
+/// The tree of a live host that is to go with its host (`reap_stale_hosts`).
+fn stale(j: &mut Judgement, cfg: &Config, reason: String) {
+    j.verdict = Verdict::Stale;
+    j.candidate = cfg.reap_stale_hosts;
+    j.reap = cfg.reap_stale_hosts;
+    j.reason = reason;
+    if !cfg.reap_stale_hosts {
+        j.reason.push_str("; kept because reap_stale_hosts = false");
+    }
 }
 
 fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
@@ -304,6 +330,8 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
             grace.as_secs(),
             secs_up(left)
         );
+    } else if j.verdict == Verdict::Abandoned {
+        let _ = write!(j.reason, "; first seen {}s ago", seen_for.as_secs());
     }
 }
 
@@ -370,6 +398,8 @@ fn terminal(p: &Process) -> Term {
     live.map_or(Term::None, Term::Live)
 }
 
+#[cfg(test)]
+mod abandon_tests;
 #[cfg(test)]
 mod corpus;
 #[cfg(test)]

@@ -15,10 +15,10 @@ pub(super) const NS: u64 = 4026531836;
 pub(super) struct World {
     pub(super) procs: Vec<Process>,
     pub(super) ctx: Context,
-    cfg: Config,
+    pub(super) cfg: Config,
     scope: Option<Pid>,
     pub(super) book: GraceBook,
-    now: SystemTime,
+    pub(super) now: SystemTime,
     pub(super) pressure: Option<crate::scan::Pressure>,
 }
 
@@ -85,6 +85,7 @@ impl World {
                 container: None,
                 run_session: None,
                 run_host: None,
+                stdin: None,
             })),
             role: None,
             dir_ino: 0,

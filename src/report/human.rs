@@ -109,6 +109,22 @@ pub fn render_report(
         }
         out.push('\n');
     }
+    if !report.duplicates.is_empty() {
+        let _ = writeln!(out, "DUPLICATES · the same server command more than once under one live host (kept)");
+        for d in &report.duplicates {
+            let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
+            let line = format!(
+                "  {}× {} under host {} ({}): trees {}",
+                d.count,
+                super::printable(&d.command),
+                d.host_pid,
+                super::printable(&d.host_cmd),
+                roots.join(", ")
+            );
+            let _ = writeln!(out, "{}", cut(&line, width, 0));
+        }
+        out.push('\n');
+    }
     let s = &report.summary;
     let counts: Vec<String> = Verdict::ALL
         .iter()

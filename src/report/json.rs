@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::config::Role;
 use crate::policy::Assessment;
 use crate::policy::{Judgement, Verdict};
-use crate::scan::{FdKind, Process, Snapshot};
+use crate::scan::{FdKind, Holder, Process, Snapshot, StdinEnd};
 
 #[derive(Serialize)]
 pub struct ScanReport {
@@ -18,6 +18,8 @@ pub struct ScanReport {
     /// the caller adds it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<crate::hostcfg::Report>,
+    /// Server commands running more than once under one live host.
+    pub duplicates: Vec<super::status::DuplicateServers>,
 }
 
 #[derive(Serialize)]
@@ -132,6 +134,8 @@ pub struct Evidence {
     pub unit: Option<String>,
     /// Whether it is that unit's main process (its oldest).
     pub unit_main: Option<bool>,
+    /// Whether anyone can still write to its stdin, where that was looked at.
+    pub stdin: Option<String>,
 }
 
 /// The program of a process as shown: masked like its command line.
@@ -143,7 +147,23 @@ fn evidence(p: &Process) -> Evidence {
     let d = p.details.as_deref();
     let kind = |fd| d.map_or(FdKind::Unknown, |d| d.fd_kind(fd)).as_str();
     let unit = d.and_then(|d| d.unit.as_ref());
-    Evidence { fd0: kind(0), fd1: kind(1), unit: unit.map(|u| u.name.clone()), unit_main: unit.and_then(|u| u.main) }
+    Evidence {
+        fd0: kind(0),
+        fd1: kind(1),
+        unit: unit.map(|u| u.name.clone()),
+        unit_main: unit.and_then(|u| u.main),
+        stdin: d.and_then(|d| d.stdin.as_ref()).map(stdin_words),
+    }
+}
+
+fn stdin_words(end: &StdinEnd) -> String {
+    match end {
+        StdinEnd::Open(Holder::NotAsked) => "open".into(),
+        StdinEnd::Open(Holder::Expected) => "open, held by its owner".into(),
+        StdinEnd::Open(Holder::Other(_)) => "open, held by another process".into(),
+        StdinEnd::Gone(why) => format!("gone: {why}"),
+        StdinEnd::Unknown(why) => format!("unknown: {why}"),
+    }
 }
 
 /// Why a process has its role, in words.
@@ -173,6 +193,8 @@ pub struct Summary {
     pub reap_memory_bytes: u64,
     pub scan_ms: f64,
     pub scope: Option<i32>,
+    /// Copies of a server command beyond the first under one live host.
+    pub duplicate_servers: usize,
 }
 
 /// Live members' RSS + swap. Zombies hold no memory worth counting.
@@ -262,7 +284,9 @@ pub fn build(a: &Assessment) -> ScanReport {
         *by_verdict.entry(t.verdict.as_str()).or_default() += 1;
     }
     let reaped = trees.iter().filter(|t| t.reap);
+    let duplicates: Vec<_> = a.duplicates.iter().map(|d| super::status::DuplicateServers::new(snap, d)).collect();
     let summary = Summary {
+        duplicate_servers: super::status::DuplicateServers::extra(&duplicates),
         processes_scanned: snap.len(),
         trees: trees.len(),
         by_verdict,
@@ -272,5 +296,5 @@ pub fn build(a: &Assessment) -> ScanReport {
         scan_ms: a.scan_duration.as_secs_f64() * 1000.0,
         scope: a.scope.map(super::super::ids::Pid::get),
     };
-    ScanReport { trees, summary, hosts: None }
+    ScanReport { trees, summary, hosts: None, duplicates }
 }

@@ -39,6 +39,11 @@ pub fn render(s: &Status) -> String {
     }
     let _ = writeln!(
         o,
+        "# HELP mcp_reaper_duplicate_servers Copies of a server command beyond the first under one live host, in the last scan.\n# TYPE mcp_reaper_duplicate_servers gauge\nmcp_reaper_duplicate_servers {}",
+        super::status::DuplicateServers::extra(&s.duplicates)
+    );
+    let _ = writeln!(
+        o,
         "# HELP mcp_reaper_last_scan_duration_seconds Duration of the last scan.\n# TYPE mcp_reaper_last_scan_duration_seconds gauge\nmcp_reaper_last_scan_duration_seconds {}",
         s.scans.last_duration_ms / 1000.0
     );
@@ -128,6 +133,13 @@ mod tests {
                 triggers: 3,
                 ..Default::default()
             }),
+            duplicates: vec![crate::report::status::DuplicateServers {
+                host_pid: 4100,
+                host_cmd: "claude".into(),
+                command: "@playwright/mcp".into(),
+                count: 3,
+                root_pids: vec![4200, 4300, 4400],
+            }],
         }
     }
 
@@ -158,6 +170,8 @@ mod tests {
         assert_eq!(value("mcp_reaper_container_reclaimed_bytes_total", None), 4096.0);
         assert_eq!(value("mcp_reaper_trees", Some("orphan")), 2.0);
         assert_eq!(value("mcp_reaper_trees", Some("young")), 0.0);
+        assert_eq!(value("mcp_reaper_trees", Some("abandoned")), 0.0);
+        assert_eq!(value("mcp_reaper_duplicate_servers", None), 2.0);
         assert_eq!(value("mcp_reaper_last_scan_duration_seconds", None), 0.0125);
         assert_eq!(value("mcp_reaper_last_scan_timestamp_seconds", None), 1_790_000_000.0);
         assert_eq!(value("mcp_reaper_memory_pressure_some_avg10_percent", None), 23.5);

@@ -86,6 +86,38 @@ impl ReapEvent {
     }
 }
 
+/// One server command running more than once under one live host
+/// (reported, never reaped).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DuplicateServers {
+    pub host_pid: i32,
+    pub host_cmd: String,
+    /// The program and its arguments, masked like a command line.
+    pub command: String,
+    /// How many copies run (2 or more).
+    pub count: usize,
+    /// The roots of their trees.
+    pub root_pids: Vec<i32>,
+}
+
+impl DuplicateServers {
+    pub fn new(snap: &Snapshot, d: &crate::policy::Duplicate) -> DuplicateServers {
+        let host = &snap.procs[d.host];
+        DuplicateServers {
+            host_pid: host.pid().get(),
+            host_cmd: crate::names::short_cmd(host, 120),
+            command: d.command.clone(),
+            count: d.roots.len(),
+            root_pids: d.roots.iter().map(|&r| snap.procs[r].pid().get()).collect(),
+        }
+    }
+
+    /// The copies beyond the first, what the metrics gauge counts.
+    pub fn extra(list: &[DuplicateServers]) -> usize {
+        list.iter().map(|d| d.count.saturating_sub(1)).sum()
+    }
+}
+
 /// One tree as the daemon last judged it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TreeStatus {
@@ -180,6 +212,9 @@ pub struct Status {
     /// Memory pressure as last seen (`None` from a daemon without it).
     #[serde(default)]
     pub memory_pressure: Option<PressureStatus>,
+    /// Server commands running more than once under one live host.
+    #[serde(default)]
+    pub duplicates: Vec<DuplicateServers>,
 }
 
 /// A `reaperctl run` session as the last scan saw it.

@@ -49,6 +49,18 @@ pub fn render(s: &Status) -> String {
             t.reason
         );
     }
+    for d in &s.duplicates {
+        let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            o,
+            "  duplicate {}× {} under host {} ({}): trees {}",
+            d.count,
+            d.command,
+            d.host_pid,
+            d.host_cmd,
+            roots.join(", ")
+        );
+    }
     let t = &s.totals;
     let _ = writeln!(
         o,

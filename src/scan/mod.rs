@@ -14,18 +14,23 @@
 mod details;
 pub mod events;
 mod incremental;
+mod link;
 pub mod parse;
 pub mod pressure;
 pub mod process;
 mod procfs;
+pub mod sockdiag;
 
 use std::io;
 use std::path::PathBuf;
 
 pub use incremental::{Read, Reuse};
+pub use link::Question;
 pub use parse::{MemInfo, Rollup};
 pub use pressure::Pressure;
-pub use process::{Context, Details, FdKind, FdTarget, ProcState, Process, Snapshot, Unit, boot_tick};
+pub use process::{
+    Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit, boot_tick,
+};
 pub use procfs::ProcFs;
 
 /// Errors that stop a scan as a whole (a single vanished process never does).

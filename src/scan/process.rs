@@ -106,6 +106,32 @@ impl Unit {
     }
 }
 
+/// Whether anyone can still write to a process's stdin (fd 0, a pipe or a
+/// socket): read only for the servers of live hosts and for adopted hosts
+/// without a terminal (see `scan/link.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StdinEnd {
+    /// Someone can still write to it.
+    Open(Holder),
+    /// Nobody can: every write end of the pipe is closed, or the socket's
+    /// peer closed or shut down its sending side. Says which.
+    Gone(&'static str),
+    /// Could not tell, and why: nothing is concluded from it.
+    Unknown(&'static str),
+}
+
+/// Who holds the open far end of a stdin, when that was asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// Not asked (no expected holder given).
+    NotAsked,
+    /// The process expected to hold it (a server's host) does.
+    Expected,
+    /// The expected process does not: another does, this one if it was found
+    /// among those searched.
+    Other(Option<Pid>),
+}
+
 /// Second-tier facts, read only where a decision needs them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Details {
@@ -130,6 +156,8 @@ pub struct Details {
     /// pidfd it holds while the host lives), 0 once the host is gone; `None`
     /// for other processes, or when its fds cannot be read.
     pub run_host: Option<i32>,
+    /// The far end of its stdin, when a decision needed it.
+    pub stdin: Option<StdinEnd>,
 }
 
 impl Details {

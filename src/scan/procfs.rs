@@ -22,6 +22,8 @@ pub struct ProcFs {
     page_size: u64,
     /// (mount root, mount point) of the cgroup hierarchies that name units.
     pub(super) cgroup_mounts: std::sync::OnceLock<Vec<(bool, String, String)>>,
+    /// Who held each stdin's far end last time (see `link.rs`); shared by clones.
+    pub(super) hints: Arc<super::link::Hints>,
 }
 
 impl Default for ProcFs {
@@ -51,6 +53,7 @@ impl ProcFs {
             root: root.into(),
             page_size: rustix::param::page_size() as u64,
             cgroup_mounts: std::sync::OnceLock::new(),
+            hints: Arc::default(),
         }
     }
 

@@ -246,6 +246,8 @@ pub struct Spec {
     env: Vec<(String, String)>,
     hook: Option<Value>,
     real: bool,
+    close_stdin_ms: Option<u64>,
+    stdin_leak: Option<Box<Spec>>,
 }
 
 impl Spec {
@@ -271,6 +273,8 @@ impl Spec {
             env: Vec::new(),
             hook: None,
             real: false,
+            close_stdin_ms: None,
+            stdin_leak: None,
         }
     }
 
@@ -418,7 +422,35 @@ impl Spec {
         self
     }
 
+    /// The parent ends this process's stdin `ms` after starting it (closes
+    /// its write end of the pipe, or its end of the socketpair), as a host
+    /// ends a server's stdin; the process never reads it and keeps running.
+    pub fn close_stdin_after(mut self, ms: u64) -> Spec {
+        self.close_stdin_ms = Some(ms);
+        self
+    }
+
+    /// A helper the parent starts holding a copy of its end of this
+    /// process's stdin (a leaked write end). Counted by [`Spec::count`].
+    pub fn stdin_leak(mut self, helper: Spec) -> Spec {
+        self.stdin_leak = Some(Box::new(helper));
+        self
+    }
+
     pub fn to_json(&self) -> Value {
+        // The new switches only when set: a big tree's spec must stay under
+        // the 128 KiB one environment string may hold.
+        let mut v = self.base_json();
+        if let Some(ms) = self.close_stdin_ms {
+            v["close_stdin_ms"] = json!(ms);
+        }
+        if let Some(h) = &self.stdin_leak {
+            v["stdin_leak"] = h.to_json();
+        }
+        v
+    }
+
+    fn base_json(&self) -> Value {
         json!({
             "argv": self.argv,
             "children": self.children.iter().map(Spec::to_json).collect::<Vec<_>>(),
@@ -445,7 +477,7 @@ impl Spec {
 
     /// This process and all below it (as started: `on_usr1` children not counted).
     pub fn count(&self) -> usize {
-        1 + self.children.iter().map(Spec::count).sum::<usize>()
+        1 + self.children.iter().map(Spec::count).sum::<usize>() + self.stdin_leak.as_ref().map_or(0, |h| h.count())
     }
 }
 

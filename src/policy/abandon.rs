@@ -1,0 +1,131 @@
+//! Leaks under live hosts: a server whose host ended its stdin while the
+//! server kept running (abandoned), and an adopted host without a terminal
+//! whose own stdin nobody can write to any more (stale: nobody uses it).
+//!
+//! Evidence only, read by `scan/link.rs` for the processes [`questions`]
+//! names: without it (not asked yet, unreadable, socket diagnostics not
+//! available) a tree keeps the verdict it had.
+
+use super::{Judgement, Verdict, adopter, terminal};
+use crate::names::name;
+use crate::scan::{FdTarget, Holder, Process, Question, Snapshot, StdinEnd};
+use crate::tree::Forest;
+
+/// Processes searched for a leaked write end at most (the host's tree).
+const MAX_SEARCH: usize = 256;
+
+/// The stdins to look at for these judgements: the root of every tree of a
+/// live host (its link to the host), and every adopted host without a
+/// terminal. Only those not answered yet.
+pub fn questions(snap: &Snapshot, forest: &Forest, judgements: &[Judgement]) -> Vec<Question> {
+    let mut out: Vec<Question> = Vec::new();
+    for j in judgements.iter().filter(|j| j.verdict == Verdict::Live) {
+        let Some(h) = j.host else { continue };
+        if j.owner.is_some_and(|o| unanswered_link(snap, j.root, o)) {
+            let tree: std::collections::HashSet<usize> = j.members.iter().map(|&(m, _)| m).collect();
+            let below = forest.descendants(h).into_iter().map(|(d, _)| d);
+            let search =
+                std::iter::once(h).chain(below.filter(|d| *d != h && !tree.contains(d))).take(MAX_SEARCH).collect();
+            out.push(Question { proc: j.root, expected: j.owner, search });
+        }
+        let adopted = forest.parent[h].is_some_and(|p| adopter(snap, forest, p).is_some());
+        if adopted
+            && matches!(terminal(&snap.procs[h]), super::Term::None)
+            && unanswered_link(snap, h, h)
+            && !background_mode(snap, &snap.procs[h])
+            && !one_shot(&snap.procs[h])
+            && !out.iter().any(|q| q.proc == h)
+        {
+            out.push(Question { proc: h, expected: None, search: Vec::new() });
+        }
+    }
+    out
+}
+
+fn stdin_target(p: &Process) -> Option<&FdTarget> {
+    p.details.as_ref()?.fds[0].as_ref().filter(|t| t.kind().is_link())
+}
+
+/// Whether `i`'s stdin is a link not yet looked at, and not simply `of`'s
+/// own stdin passed on (then it is no link `of` made).
+fn unanswered_link(snap: &Snapshot, i: usize, of: usize) -> bool {
+    let p = &snap.procs[i];
+    let Some(t) = stdin_target(p) else { return false };
+    p.details.as_ref().is_some_and(|d| d.stdin.is_none()) && (i == of || stdin_target(&snap.procs[of]) != Some(t))
+}
+
+/// Turns a live host's tree into an abandoned one when its root's stdin has
+/// no writer left; notes a write end held by someone else than the owner.
+pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement, reap: bool) {
+    let (Some(h), Some(o)) = (j.host, j.owner) else { return };
+    let root = &snap.procs[j.root];
+    let Some(t) = stdin_target(root) else { return };
+    if stdin_target(&snap.procs[o]) == Some(t) || stdin_target(&snap.procs[h]) == Some(t) {
+        return; // its stdin is the host's own: no link of the host's making
+    }
+    let by = if o == h {
+        name(&snap.procs[h])
+    } else {
+        format!("{} under host {}", name(&snap.procs[o]), name(&snap.procs[h]))
+    };
+    match root.details.as_ref().and_then(|d| d.stdin.as_ref()) {
+        Some(StdinEnd::Gone(why)) => {
+            j.verdict = Verdict::Abandoned;
+            j.candidate = reap;
+            j.reap = reap;
+            j.reason = format!("stdin closed by {by}: {why}, and the server kept running");
+            if !reap {
+                j.reason.push_str("; kept because reap_abandoned = false");
+            }
+        }
+        Some(StdinEnd::Open(Holder::Other(who))) => {
+            let holder = who
+                .and_then(|p| snap.index_of(p))
+                .map_or_else(|| "a process outside its host's tree".to_string(), |i| name(&snap.procs[i]));
+            j.reason = format!(
+                "{}; its stdin is no longer held by {}, but by {holder} (a leaked write end keeps it)",
+                j.reason,
+                name(&snap.procs[o])
+            );
+        }
+        _ => {}
+    }
+}
+
+/// Why host `h` is stale although its terminal is not dead: it has none, it
+/// was adopted (its parent adopts orphans), and nobody can write to its stdin
+/// any more. `None` for documented background modes and one-shot modes.
+pub(super) fn unreachable_host(snap: &Snapshot, forest: &Forest, h: usize) -> Option<String> {
+    let host = &snap.procs[h];
+    let how = adopter(snap, forest, forest.parent[h]?)?;
+    let Some(StdinEnd::Gone(why)) = host.details.as_ref()?.stdin.as_ref() else { return None };
+    if background_mode(snap, host) || one_shot(host) {
+        return None;
+    }
+    Some(format!(
+        "host {} is alive, but it has no terminal, was adopted by {how}, and {why}: nothing can reach it",
+        name(host)
+    ))
+}
+
+/// One-shot modes read their stdin to its end by design, then work on what
+/// they read and exit when done (`echo task | claude -p &` outlives the
+/// shell that started it): `-p`, `--print`, `--prompt`, or an `exec`
+/// subcommand (`codex exec`).
+fn one_shot(host: &Process) -> bool {
+    let args = host.program.args(&host.cmdline);
+    args.split(' ').any(|w| matches!(w, "-p" | "--print" | "--prompt") || w.starts_with("--print="))
+        || args.split(' ').next() == Some("exec")
+}
+
+/// `claude daemon`, and a `--bg-pty-host` while a `claude daemon` of its
+/// user runs: hosts that run without anyone on purpose.
+fn background_mode(snap: &Snapshot, host: &Process) -> bool {
+    let daemon =
+        |p: &Process| p.program.name(&p.cmdline) == "claude" && p.program.args(&p.cmdline).starts_with("daemon");
+    if daemon(host) {
+        return true;
+    }
+    host.cmdline.split(' ').any(|w| w == "--bg-pty-host")
+        && snap.procs.iter().any(|p| daemon(p) && !p.state.is_zombie() && p.uid().is_none_or(|u| Some(u) == host.uid()))
+}
