@@ -438,20 +438,7 @@ impl Spec {
     }
 
     pub fn to_json(&self) -> Value {
-        // The new switches only when set: a big tree's spec must stay under
-        // the 128 KiB one environment string may hold.
-        let mut v = self.base_json();
-        if let Some(ms) = self.close_stdin_ms {
-            v["close_stdin_ms"] = json!(ms);
-        }
-        if let Some(h) = &self.stdin_leak {
-            v["stdin_leak"] = h.to_json();
-        }
-        v
-    }
-
-    fn base_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "argv": self.argv,
             "children": self.children.iter().map(Spec::to_json).collect::<Vec<_>>(),
             "setsid": self.setsid,
@@ -472,7 +459,22 @@ impl Spec {
             "env": self.env,
             "hook": self.hook,
             "real": self.real,
-        })
+            "close_stdin_ms": self.close_stdin_ms,
+            "stdin_leak": self.stdin_leak.as_ref().map(|h| h.to_json()),
+        });
+        // Only the switches that are set (fakeproc defaults the rest): a big
+        // tree's spec must stay under the 128 KiB one environment string may hold.
+        let unset = |x: &Value| match x {
+            Value::Null | Value::Bool(false) => true,
+            Value::Number(n) => n.as_u64() == Some(0),
+            Value::Array(a) => a.is_empty(),
+            _ => false,
+        };
+        if let Value::Object(m) = &mut v {
+            // `uid: 0` asks for root: only a missing uid means "the parent's".
+            m.retain(|k, x| k == "argv" || (k == "uid" && !x.is_null()) || !unset(x));
+        }
+        v
     }
 
     /// This process and all below it (as started: `on_usr1` children not counted).
