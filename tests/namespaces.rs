@@ -39,7 +39,8 @@ n=0
 until grep -q "events=" "$DLOG"; do
   n=$((n + 1)); if [ $n -gt 1000 ]; then echo "no start line" >&2; kill $d; exit 3; fi; sleep 0.01
 done
-FAKEPROC="$SPEC_HOST" "$FP" </dev/null >/dev/null 2>>"$LOG" & h=$!
+# The host is this shell's child, named as the real one: bash's `exec -a`.
+FAKEPROC="$SPEC_HOST" bash -c 'exec -a claude "$0" --resume' "$FP" </dev/null >/dev/null 2>>"$LOG" & h=$!
 n=0
 while [ "$(wc -l < "$FAKEPROC_READY")" -lt "$TOTAL" ]; do
   n=$((n + 1)); if [ $n -gt 1000 ]; then echo "not ready" >&2; kill $d; exit 3; fi; sleep 0.01
@@ -98,6 +99,7 @@ fn daemon_inside_a_pid_namespace_reaps_in_pidfd_mode_long_before_its_interval() 
     assert!(log.contains("events=pidfd"), "the start line shows the mode that works: {ctx}");
     assert!(log.contains("PID namespace other than the initial one"), "and why: {ctx}");
     assert!(log.contains("reaped orphan tree"), "{ctx}");
+    assert!(!log.contains("foreign tree"), "the host must be known as one: {ctx}");
     let status: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("status.json")).unwrap_or_default())
             .unwrap_or_else(|e| panic!("no status ({e}): {ctx}"));
