@@ -21,8 +21,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::{
-    Ready, Sandbox, Spec, TempDir, alive, descendants_of, find_tool, is_root, member, pid_namespace_tool, ppid_of,
-    reaperd, s, scan_json, skip, stat_of, text, tree_rooted_at, wait_until,
+    Ready, Sandbox, Spec, TempDir, alive, descendants_of, find_tool, is_root, member, pid_namespace_tool, ppid_of, s,
+    scan_json, skip, stat_of, text, tree_rooted_at, wait_until,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -45,22 +45,7 @@ const READY: Duration = Duration::from_secs(10);
 
 /// `mcp-reaperd --once --json [--scope S] --config C`, asserting exit 0.
 fn once(scope: Option<i32>, cfg: &Path) -> (Value, Output) {
-    let mut args = vec![s("--once"), s("--json"), s("--log-target"), s("stderr")];
-    if let Some(sc) = scope {
-        args.extend([s("--scope"), s(sc)]);
-    }
-    args.extend([s("--config"), s(cfg.display())]);
-    let out = reaperd(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "mcp-reaperd {args:?} failed\nstdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let v = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON on stdout ({e}):\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr)));
-    (v, out)
+    common::once_output(scope, cfg, &[])
 }
 
 fn scan(sb: &Sandbox, cfg: &Path) -> Value {

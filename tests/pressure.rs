@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::{Daemon, Launch, Sandbox, Spec, alive, reaperd, s, skip, text, wait_until};
+use common::{Daemon, Launch, Sandbox, Spec, alive, skip, text, wait_until};
 use serde_json::Value;
 
 const CLAUDE: &[&str] = &["claude", "--resume"];
@@ -67,27 +67,7 @@ fn config(sb: &Sandbox, psi: &Path, reaper_keys: &str) -> PathBuf {
 
 /// `mcp-reaperd --once --json --scope S --config C`, asserting exit 0.
 fn once(sb: &Sandbox, cfg: &Path) -> (Value, Output) {
-    let args = [
-        s("--once"),
-        s("--json"),
-        s("--log-target"),
-        s("stderr"),
-        s("--scope"),
-        s(sb.scope_pid()),
-        s("--config"),
-        s(cfg.display()),
-    ];
-    let out = reaperd(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "mcp-reaperd {args:?}\nstdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let v = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr)));
-    (v, out)
+    common::once_output(Some(sb.scope_pid()), cfg, &[])
 }
 
 #[test]

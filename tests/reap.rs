@@ -34,18 +34,7 @@ const BYSTANDER: &[&str] = &["sleep", "600"];
 /// `mcp-reaperd --once --json --scope S --config C [extra…]`, asserting exit
 /// 0; the parsed stdout and the raw output.
 fn once(sb: &Sandbox, cfg: &Path, extra: &[&str]) -> (Value, Output) {
-    let mut args = vec![s("--once"), s("--json"), s("--log-target"), s("stderr")];
-    args.extend([s("--scope"), s(sb.scope_pid()), s("--config"), s(cfg.display())]);
-    args.extend(extra.iter().map(s));
-    let out = reaperd(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "mcp-reaperd {args:?} failed\nstdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    (parse_json(&out), out)
+    common::once_output(Some(sb.scope_pid()), cfg, extra)
 }
 
 fn parse_json(out: &Output) -> Value {

@@ -147,22 +147,32 @@ pub fn pid_namespace_tool(test: &str, why_root: &str) -> Option<PathBuf> {
     tool
 }
 
-/// `mcp-reaperd --once --json --scope SCOPE --config CFG`, enforcing (only
-/// below `scope`), asserting exit 0; the report parsed.
-pub fn once_json(scope: i32, cfg: &Path) -> Value {
-    let args = [
-        s("--once"),
-        s("--json"),
-        s("--log-target"),
-        s("stderr"),
-        s("--scope"),
-        s(scope),
-        s("--config"),
-        s(cfg.display()),
-    ];
+/// `mcp-reaperd --once --json [--scope S] --config C [extra]`, enforcing
+/// (only below the scope; a test without one runs in a PID namespace of its
+/// own), asserting exit 0: the report parsed, and the raw output.
+pub fn once_output(scope: Option<i32>, cfg: &Path, extra: &[&str]) -> (Value, Output) {
+    let mut args = vec![s("--once"), s("--json"), s("--log-target"), s("stderr")];
+    if let Some(sc) = scope {
+        args.extend([s("--scope"), s(sc)]);
+    }
+    args.extend([s("--config"), s(cfg.display())]);
+    args.extend(extra.iter().map(s));
     let out = reaperd(&args);
-    assert_eq!(out.status.code(), Some(0), "mcp-reaperd {args:?}\n{}\n{}", text(&out.stdout), text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", text(&out.stdout)))
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "mcp-reaperd {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON on stdout ({e}):\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr)));
+    (v, out)
+}
+
+/// [`once_output`] scoped to `scope`, without extra arguments: the report.
+pub fn once_json(scope: i32, cfg: &Path) -> Value {
+    once_output(Some(scope), cfg, &[]).0
 }
 
 /// `reaperctl scan --json …`, asserting success, parsed.
