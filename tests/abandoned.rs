@@ -252,6 +252,26 @@ fn adopted_host(host: Spec) -> Sandbox {
     sb
 }
 
+/// The same with the host on a socketpair whose other end went with its
+/// starter, judged from a network namespace of the reaper's own.
+#[test]
+fn adopted_host_whose_stdin_socket_peer_is_gone_is_stale_from_another_network_namespace() {
+    if !own_network_namespace("adopted_host_whose_stdin_socket_peer_is_gone_is_stale_from_another_network_namespace") {
+        return;
+    }
+    let sb = adopted_host(Spec::new(CLAUDE).stdio_socket());
+    let (host, server) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
+    let cfg = sb.dir().config(0, "");
+    let v = scan_until_in(Net::Own, &sb, &cfg, host, "stale");
+    let reason = tree_rooted_at(&v, host)["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains("the peer of its stdin socket closed it (poll of a duplicate of its fd 0)"), "{reason}");
+    let (v, _) = once_in(Net::Own, &sb, &cfg);
+    let o = v["outcomes"].as_array().unwrap();
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!(o[0]["verdict"], "stale", "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(host) && !alive(server)), "host and server survived");
+}
+
 #[test]
 fn adopted_host_without_terminal_whose_stdin_writer_is_gone_is_stale() {
     let sb = adopted_host(Spec::new(CLAUDE));

@@ -17,7 +17,8 @@
 //!
 //! Needs ptrace "attach" access to the process (`CAP_SYS_PTRACE`, or the
 //! same user where the ptrace policy allows it); without it the answer is
-//! "unknown". Cost: ~8 system calls, only for candidates whose stdin is a
+//! "unknown". Cost: 9 system calls (23 µs of CPU in a debug build, against
+//! 6–11 µs for a diagnostics query), only for candidates whose stdin is a
 //! socket the diagnostics did not resolve. If the server closes its fd 0
 //! between the duplicate and our close, the last close is ours: the socket
 //! is then released a few microseconds later than by the server itself.
@@ -117,7 +118,7 @@ mod tests {
         std::fs::metadata(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(s))).unwrap().ino()
     }
 
-    /// `None` (skip printed) where pidfd_getfd is not allowed here.
+    /// `None` (skip printed) where `pidfd_getfd` is not allowed here.
     fn peer(id: Identity, ino: u64) -> Option<Result<Peer, &'static str>> {
         let r = stdin_peer(&ProcFs::default(), id, ino);
         if let Err(why) = r
