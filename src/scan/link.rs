@@ -141,7 +141,9 @@ impl ProcFs {
             return StdinEnd::Unknown(NO_DIAG);
         }
         match sockpoll::stdin_peer(self, id, ino) {
-            Ok(Peer::Closed) => StdinEnd::Gone("the peer of its stdin socket closed it (poll of a duplicate of its fd 0)"),
+            Ok(Peer::Closed) => {
+                StdinEnd::Gone("the peer of its stdin socket closed it (poll of a duplicate of its fd 0)")
+            }
             Ok(Peer::ShutDown) => {
                 StdinEnd::Gone("the peer of its stdin socket shut it down (poll of a duplicate of its fd 0)")
             }
