@@ -24,8 +24,34 @@ const OTHER_SERVER: &[&str] = &["node", "/srv/other-mcp/index.js"];
 /// Something that started a host and went away (a terminal-less launcher).
 const WRAPPER: &[&str] = &["host-starter"];
 
+/// Where the reaper runs: in the test's network namespace, or (root only)
+/// in one of its own (`unshare --net`), where the kernel's socket
+/// diagnostics see none of the test's sockets, as under the shipped system
+/// unit's `PrivateNetwork=yes`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Net {
+    Shared,
+    Own,
+}
+
+/// `bin args` (under `unshare --net` for [`Net::Own`]).
+fn run_in(net: Net, bin: &str, args: &[String]) -> Output {
+    let mut cmd = if net == Net::Own {
+        let mut c = std::process::Command::new(common::find_tool("unshare").expect("unshare"));
+        c.args(["--net", "--", bin]);
+        c
+    } else {
+        std::process::Command::new(bin)
+    };
+    cmd.args(args).output().unwrap()
+}
+
 /// `mcp-reaperd --once --json --scope S --config C`, asserting exit 0.
 fn once(sb: &Sandbox, cfg: &Path) -> (Value, Output) {
+    once_in(Net::Shared, sb, cfg)
+}
+
+fn once_in(net: Net, sb: &Sandbox, cfg: &Path) -> (Value, Output) {
     let args = [
         s("--once"),
         s("--json"),
@@ -36,21 +62,35 @@ fn once(sb: &Sandbox, cfg: &Path) -> (Value, Output) {
         s("--config"),
         s(cfg.display()),
     ];
-    let out = reaperd(args);
+    let out = if net == Net::Own { run_in(net, env!("CARGO_BIN_EXE_mcp-reaperd"), &args) } else { reaperd(args) };
     assert_eq!(out.status.code(), Some(0), "mcp-reaperd failed:\n{}\n{}", text(&out.stdout), text(&out.stderr));
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", text(&out.stdout)));
     (v, out)
 }
 
 fn scan(sb: &Sandbox, cfg: &Path) -> Value {
-    scan_json(cfg, &["--scope", &s(sb.scope_pid())])
+    scan_in(Net::Shared, sb, cfg)
+}
+
+fn scan_in(net: Net, sb: &Sandbox, cfg: &Path) -> Value {
+    if net == Net::Shared {
+        return scan_json(cfg, &["--scope", &s(sb.scope_pid())]);
+    }
+    let args = [s("scan"), s("--json"), s("--config"), s(cfg.display()), s("--scope"), s(sb.scope_pid())];
+    let out = run_in(net, env!("CARGO_BIN_EXE_reaperctl"), &args);
+    assert!(out.status.success(), "reaperctl scan failed:\n{}\n{}", text(&out.stdout), text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", text(&out.stdout)))
 }
 
 /// Scans until the tree rooted at `root` has verdict `verdict` (10 s at most).
 fn scan_until(sb: &Sandbox, cfg: &Path, root: i32, verdict: &str) -> Value {
+    scan_until_in(Net::Shared, sb, cfg, root, verdict)
+}
+
+fn scan_until_in(net: Net, sb: &Sandbox, cfg: &Path, root: i32, verdict: &str) -> Value {
     let mut last = Value::Null;
     let ok = wait_until(Duration::from_secs(10), || {
-        last = scan(sb, cfg);
+        last = scan_in(net, sb, cfg);
         last["trees"].as_array().unwrap().iter().any(|t| t["root"] == root && t["verdict"] == verdict)
     });
     assert!(ok, "tree {root} never became {verdict}: {last:#}");
@@ -69,30 +109,40 @@ fn host_closing_one(socket: bool) -> Sandbox {
     Sandbox::new(vec![Spec::new(CLAUDE).child(first).child(second).child(Spec::new(&["uvx", "mcp-server-fetch"]))])
 }
 
-fn abandoned_is_reaped_after_grace(socket: bool) {
+fn abandoned_is_reaped_after_grace(socket: bool, net: Net) {
     let sb = host_closing_one(socket);
     let (host, gone, kept, fetch) =
         (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")), sb.pid_of(&OTHER_SERVER.join(" ")), sb.pid_of("uvx"));
     let cfg = sb.dir().config(1, "");
     // Grace 1 s: the first judgement is young, and names the evidence.
-    let v = scan_until(&sb, &cfg, gone, "young");
+    let v = scan_until_in(net, &sb, &cfg, gone, "young");
     let t = tree_rooted_at(&v, gone);
     let reason = t["reason"].as_str().unwrap();
     assert!(reason.contains(&format!("stdin closed by claude --resume (pid {host})")), "{reason}");
-    let what = if socket { "the peer of its stdin socket closed it" } else { "no process holds the write end" };
+    let what = match (socket, net) {
+        (false, _) => "no process holds the write end",
+        (true, Net::Shared) => "the peer of its stdin socket closed it (socket diagnostics)",
+        (true, Net::Own) => "the peer of its stdin socket closed it (poll of a duplicate of its fd 0)",
+    };
     assert!(reason.contains(what), "{reason}");
-    assert!(common::member(t, gone)["evidence"]["stdin"].as_str().unwrap().starts_with("gone: "), "{t:#}");
+    let stdin = common::member(t, gone)["evidence"]["stdin"].as_str().unwrap().to_string();
+    assert!(stdin.starts_with("gone: ") && stdin.contains(what), "{t:#}");
     let k = tree_rooted_at(&v, kept);
     assert_eq!(k["verdict"], "live", "{v:#}");
-    assert_eq!(common::member(k, kept)["evidence"]["stdin"], "open, held by its owner", "{k:#}");
+    let open = if net == Net::Own {
+        "open (poll of a duplicate of its fd 0; holder not known)"
+    } else {
+        "open, held by its owner"
+    };
+    assert_eq!(common::member(k, kept)["evidence"]["stdin"], open, "{k:#}");
     assert_eq!(tree_rooted_at(&v, fetch)["verdict"], "live", "{v:#}");
 
-    let (v, _) = once(&sb, &cfg);
+    let (v, _) = once_in(net, &sb, &cfg);
     let first = Instant::now();
     assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "young: nothing signalled yet: {v:#}");
     assert!(alive(gone));
     std::thread::sleep(Duration::from_millis(1200).saturating_sub(first.elapsed()));
-    let (v, out) = once(&sb, &cfg);
+    let (v, out) = once_in(net, &sb, &cfg);
     let o = v["outcomes"].as_array().unwrap();
     assert_eq!(o.len(), 1, "{v:#}\n{}", text(&out.stderr));
     assert_eq!(o[0]["verdict"], "abandoned", "{v:#}");
@@ -104,7 +154,7 @@ fn abandoned_is_reaped_after_grace(socket: bool) {
 
 #[test]
 fn server_whose_live_host_closed_its_stdin_pipe_is_reaped_after_grace() {
-    abandoned_is_reaped_after_grace(false);
+    abandoned_is_reaped_after_grace(false, Net::Shared);
 }
 
 #[test]
@@ -113,7 +163,55 @@ fn server_whose_live_host_closed_its_socketpair_is_reaped_after_grace() {
         common::skip("server_whose_live_host_closed_its_socketpair_is_reaped_after_grace", "no unix sock_diag here");
         return;
     }
-    abandoned_is_reaped_after_grace(true);
+    abandoned_is_reaped_after_grace(true, Net::Shared);
+}
+
+/// Whether the reaper can be run in a network namespace of its own (root
+/// and `unshare`); prints the skip otherwise.
+fn own_network_namespace(test: &str) -> bool {
+    if !common::is_root() {
+        common::skip(test, "needs root (unshare --net, and pidfd_getfd of the test's processes)");
+        return false;
+    }
+    if common::find_tool("unshare").is_none() {
+        common::skip(test, "util-linux unshare not found");
+        return false;
+    }
+    true
+}
+
+/// As under the shipped system unit (`PrivateNetwork=yes`): the socket
+/// diagnostics see none of the test's sockets, the poll of a duplicate of
+/// the server's fd 0 decides.
+#[test]
+fn socketpair_server_abandoned_by_its_live_host_is_reaped_from_another_network_namespace() {
+    if !own_network_namespace("socketpair_server_abandoned_by_its_live_host_is_reaped_from_another_network_namespace") {
+        return;
+    }
+    abandoned_is_reaped_after_grace(true, Net::Own);
+}
+
+#[test]
+fn socketpair_server_whose_host_keeps_its_end_is_kept_from_another_network_namespace() {
+    if !own_network_namespace("socketpair_server_whose_host_keeps_its_end_is_kept_from_another_network_namespace") {
+        return;
+    }
+    let sb = Sandbox::new(vec![
+        Spec::new(CLAUDE).child(Spec::new(PIPE_SERVER).stdio_socket()).child(Spec::new(OTHER_SERVER).stdio_socket()),
+    ]);
+    let (host, first, second) =
+        (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")), sb.pid_of(&OTHER_SERVER.join(" ")));
+    let cfg = sb.dir().config(0, "");
+    let v = scan_in(Net::Own, &sb, &cfg);
+    for server in [first, second] {
+        let t = tree_rooted_at(&v, server);
+        assert_eq!(t["verdict"], "live", "{t:#}");
+        let stdin = &common::member(t, server)["evidence"]["stdin"];
+        assert_eq!(stdin, "open (poll of a duplicate of its fd 0; holder not known)", "{t:#}");
+    }
+    let (v, out) = once_in(Net::Own, &sb, &cfg);
+    assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "{v:#}\n{}", text(&out.stderr));
+    sb.assert_alive(&[host, first, second, sb.scope_pid()]);
 }
 
 /// Whether `ss -x` style socket diagnostics are missing (no `unix_diag`).
@@ -152,6 +250,26 @@ fn adopted_host(host: Spec) -> Sandbox {
     let h = sb.pid_of("claude");
     assert!(wait_until(Duration::from_secs(10), || ppid_of(h) == Some(sb.scope_pid())), "host {h} was not adopted");
     sb
+}
+
+/// The same with the host on a socketpair whose other end went with its
+/// starter, judged from a network namespace of the reaper's own.
+#[test]
+fn adopted_host_whose_stdin_socket_peer_is_gone_is_stale_from_another_network_namespace() {
+    if !own_network_namespace("adopted_host_whose_stdin_socket_peer_is_gone_is_stale_from_another_network_namespace") {
+        return;
+    }
+    let sb = adopted_host(Spec::new(CLAUDE).stdio_socket());
+    let (host, server) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
+    let cfg = sb.dir().config(0, "");
+    let v = scan_until_in(Net::Own, &sb, &cfg, host, "stale");
+    let reason = tree_rooted_at(&v, host)["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains("the peer of its stdin socket closed it (poll of a duplicate of its fd 0)"), "{reason}");
+    let (v, _) = once_in(Net::Own, &sb, &cfg);
+    let o = v["outcomes"].as_array().unwrap();
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!(o[0]["verdict"], "stale", "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(host) && !alive(server)), "host and server survived");
 }
 
 #[test]
@@ -308,5 +426,58 @@ fn adopted_one_shot_host_that_read_its_prompt_to_the_end_is_kept() {
     assert_eq!(t["verdict"], "live", "{t:#}");
     let (v, _) = once(&sb, &cfg);
     assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "{v:#}");
+    sb.assert_alive(&[host, server]);
+}
+
+/// A duplicate of fd `fd` of process `pid` (the test is root here).
+fn dup_of(pid: i32, fd: i32) -> std::os::fd::OwnedFd {
+    use rustix::process::{PidfdFlags, PidfdGetfdFlags};
+    let pidfd = rustix::process::pidfd_open(rustix::process::Pid::from_raw(pid).unwrap(), PidfdFlags::empty()).unwrap();
+    rustix::process::pidfd_getfd(&pidfd, fd, PidfdGetfdFlags::empty()).unwrap()
+}
+
+/// The fd of process `pid` that is `target` (`socket:[N]`).
+fn fd_of(pid: i32, target: &str) -> i32 {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .find(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.to_str() == Some(target)))
+        .and_then(|e| e.file_name().to_str()?.parse().ok())
+        .unwrap_or_else(|| panic!("{pid} holds no {target}"))
+}
+
+#[test]
+fn looking_at_a_stdin_socket_from_another_network_namespace_never_takes_what_waits_in_it() {
+    let name = "looking_at_a_stdin_socket_from_another_network_namespace_never_takes_what_waits_in_it";
+    if !own_network_namespace(name) {
+        return;
+    }
+    if sockdiag_unavailable() {
+        common::skip(name, "no unix sock_diag here (the test finds the host's end with it)");
+        return;
+    }
+    let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(Spec::new(PIPE_SERVER).stdio_socket())]);
+    let (host, server) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
+    // The host's end of the server's stdin, found through the diagnostics
+    // of the test's own namespace, gets a message for the server.
+    let link = std::fs::read_link(format!("/proc/{server}/fd/0")).unwrap();
+    let ino: u32 = link.to_str().unwrap().trim_start_matches("socket:[").trim_end_matches(']').parse().unwrap();
+    let peer = mcp_reaper::scan::sockdiag::unix_socket(ino).unwrap().peer.unwrap();
+    let msg = b"{\"jsonrpc\":\"2.0\"}\n";
+    let end = dup_of(host, fd_of(host, &format!("socket:[{peer}]")));
+    assert_eq!(rustix::net::send(&end, msg, rustix::net::SendFlags::empty()).unwrap(), msg.len());
+    drop(end); // the host still holds its own
+    let cfg = sb.dir().config(0, "");
+    let v = scan_in(Net::Own, &sb, &cfg);
+    let t = tree_rooted_at(&v, server);
+    assert_eq!(t["verdict"], "live", "{t:#}");
+    assert!(common::member(t, server)["evidence"]["stdin"].as_str().unwrap().contains("poll of a duplicate"), "{t:#}");
+    let (v, _) = once_in(Net::Own, &sb, &cfg);
+    assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "{v:#}");
+    // What the server would read next: still the whole message.
+    let mine = dup_of(server, 0);
+    let mut buf = [0u8; 64];
+    let n = rustix::net::recv(&mine, &mut buf[..], rustix::net::RecvFlags::DONTWAIT).unwrap().0;
+    assert_eq!(&buf[..n], msg, "the reaper's looks left the pending bytes in the socket");
     sb.assert_alive(&[host, server]);
 }

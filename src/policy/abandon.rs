@@ -3,8 +3,9 @@
 //! whose own stdin nobody can write to any more (stale: nobody uses it).
 //!
 //! Evidence only, read by `scan/link.rs` for the processes [`questions`]
-//! names: without it (not asked yet, unreadable, socket diagnostics not
-//! available) a tree keeps the verdict it had.
+//! names: without it (not asked yet, unreadable, neither socket diagnostics
+//! nor a duplicate of the stdin socket available) a tree keeps the verdict
+//! it had.
 
 use super::{Judgement, Verdict, adopter, terminal};
 use crate::names::name;

@@ -80,6 +80,7 @@ fn no_evidence_or_a_live_writer_keeps_the_tree_live() {
         Some(StdinEnd::Unknown("socket diagnostics unavailable")),
         Some(StdinEnd::Open(Holder::Expected)),
         Some(StdinEnd::Open(Holder::NotAsked)),
+        Some(StdinEnd::Open(Holder::Unknown)),
     ] {
         let mut w = host_with_two(1, Some("/dev/pts/1"));
         if let Some(e) = end.clone() {
@@ -89,6 +90,7 @@ fn no_evidence_or_a_live_writer_keeps_the_tree_live() {
         let j = by_root(&snap, &js, 200);
         assert_eq!(j.verdict, Verdict::Live, "{end:?}: {}", j.reason);
         assert!(!j.candidate);
+        assert!(!j.reason.contains("leaked"), "{end:?}: {}", j.reason);
     }
 }
 

@@ -161,6 +161,7 @@ fn stdin_words(end: &StdinEnd) -> String {
         StdinEnd::Open(Holder::NotAsked) => "open".into(),
         StdinEnd::Open(Holder::Expected) => "open, held by its owner".into(),
         StdinEnd::Open(Holder::Other(_)) => "open, held by another process".into(),
+        StdinEnd::Open(Holder::Unknown) => "open (poll of a duplicate of its fd 0; holder not known)".into(),
         StdinEnd::Gone(why) => format!("gone: {why}"),
         StdinEnd::Unknown(why) => format!("unknown: {why}"),
     }

@@ -12,7 +12,11 @@
 //! - **Unix socket**: the kernel's socket diagnostics ([`super::sockdiag`])
 //!   give the peer's inode and the socket's shutdown state: a peer that
 //!   closed leaves inode 0 and `RCV_SHUTDOWN`; one that shut down writing,
-//!   `RCV_SHUTDOWN`.
+//!   `RCV_SHUTDOWN`. When they cannot answer (no `AF_NETLINK`, or the socket
+//!   lives in another network namespace), one poll of a duplicate of the
+//!   process's fd 0 ([`super::sockpoll`]) tells whether the peer closed or
+//!   shut down, but not who the peer is (no holder is looked for then).
+//!   Reasons name the source used.
 //!
 //! When someone can still write, who? The expected holder (a server's host)
 //! is looked for first, then the other candidates given (the host's tree).
@@ -35,6 +39,7 @@ use rustix::fs::{FileType, Mode, OFlags};
 use super::process::{Holder, Snapshot, StdinEnd};
 use super::procfs::{ProcFs, read_at, readlink_at};
 use super::sockdiag;
+use super::sockpoll::{self, Peer};
 use crate::ids::{Identity, Pid};
 
 /// One stdin to look at, by index into the snapshot.
@@ -90,7 +95,7 @@ impl ProcFs {
             let ids = |i: &usize| snap.procs[*i].id;
             let expected = q.expected.map(|i| ids(&i));
             let search: Vec<Identity> = q.search.iter().map(ids).collect();
-            let end = self.stdin_end(&mut look, p.pid(), &target.0, expected, &search);
+            let end = self.stdin_end(&mut look, p.id, &target.0, expected, &search);
             if let Some(d) = snap.procs[q.proc].details.as_mut() {
                 d.stdin = Some(end);
             }
@@ -100,13 +105,13 @@ impl ProcFs {
     fn stdin_end(
         &self,
         look: &mut Look,
-        pid: Pid,
+        id: Identity,
         target: &str,
         expected: Option<Identity>,
         search: &[Identity],
     ) -> StdinEnd {
         let (far, write) = if let Some(ino) = inode_of(target, "pipe") {
-            match self.pipe_has_writer(pid, ino) {
+            match self.pipe_has_writer(id.pid, ino) {
                 Ok(()) => (target.to_string(), true),
                 Err(end) => return end,
             }
@@ -114,7 +119,8 @@ impl ProcFs {
             let diag = look.diag.get_or_insert_with(sockdiag::open);
             match socket_peer(diag.as_ref().ok(), ino) {
                 Ok(peer) => (format!("socket:[{peer}]"), false),
-                Err(end) => return end,
+                Err(Some(end)) => return end,
+                Err(None) => return self.polled(id, ino, expected.is_some()),
             }
         } else {
             return StdinEnd::Unknown("its stdin is neither a pipe nor a socket");
@@ -125,6 +131,25 @@ impl ProcFs {
         match self.holder(look, &who, &far, write) {
             Some(h) if h == host => StdinEnd::Open(Holder::Expected),
             found => StdinEnd::Open(Holder::Other(found.map(|h| h.pid))),
+        }
+    }
+
+    /// The socket diagnostics could not answer: one poll of a duplicate of
+    /// the process's fd 0 (only on the real `/proc`, whose pids are ours).
+    fn polled(&self, id: Identity, ino: u64, asked: bool) -> StdinEnd {
+        if self.root != std::path::Path::new("/proc") {
+            return StdinEnd::Unknown(NO_DIAG);
+        }
+        match sockpoll::stdin_peer(self, id, ino) {
+            Ok(Peer::Closed) => {
+                StdinEnd::Gone("the peer of its stdin socket closed it (poll of a duplicate of its fd 0)")
+            }
+            Ok(Peer::ShutDown) => {
+                StdinEnd::Gone("the peer of its stdin socket shut it down (poll of a duplicate of its fd 0)")
+            }
+            Ok(Peer::Connected) if asked => StdinEnd::Open(Holder::Unknown),
+            Ok(Peer::Connected) => StdinEnd::Open(Holder::NotAsked),
+            Err(why) => StdinEnd::Unknown(why),
         }
     }
 
@@ -191,26 +216,25 @@ impl ProcFs {
     }
 }
 
+/// Why a socket is "unknown" where no second source may be used.
+const NO_DIAG: &str = "the kernel's socket diagnostics could not be asked about its stdin socket \
+     (another network namespace, or AF_NETLINK not allowed)";
+
 /// The peer's inode of a connected unix stream socket whose peer can still
-/// send, or what is known instead.
-fn socket_peer(diag: Option<&OwnedFd>, ino: u64) -> Result<u32, StdinEnd> {
-    let ino = u32::try_from(ino).map_err(|_| StdinEnd::Unknown("its stdin socket's inode is out of range"))?;
-    let s = diag.ok_or(()).and_then(|d| sockdiag::query(d, ino).map_err(|_| ())).map_err(|()| {
-        StdinEnd::Unknown(
-            "the kernel's socket diagnostics could not be asked about its stdin socket \
-             (another network namespace, or AF_NETLINK not allowed)",
-        )
-    })?;
+/// send, or what is known instead (`None`: the diagnostics could not answer).
+fn socket_peer(diag: Option<&OwnedFd>, ino: u64) -> Result<u32, Option<StdinEnd>> {
+    let ino = u32::try_from(ino).map_err(|_| None)?;
+    let s = diag.ok_or(None).and_then(|d| sockdiag::query(d, ino).map_err(|_| None))?;
     if !matches!(s.kind, sockdiag::STREAM | sockdiag::SEQPACKET) || s.state != sockdiag::ESTABLISHED {
-        return Err(StdinEnd::Unknown("its stdin is a socket that is not a connected stream"));
+        return Err(Some(StdinEnd::Unknown("its stdin is a socket that is not a connected stream")));
     }
     match s.peer {
-        Some(0) => Err(StdinEnd::Gone("the peer of its stdin socket closed it")),
+        Some(0) => Err(Some(StdinEnd::Gone("the peer of its stdin socket closed it (socket diagnostics)"))),
         _ if s.shutdown & sockdiag::RCV_SHUTDOWN != 0 => {
-            Err(StdinEnd::Gone("the peer of its stdin socket shut it down"))
+            Err(Some(StdinEnd::Gone("the peer of its stdin socket shut it down (socket diagnostics)")))
         }
         Some(p) => Ok(p),
-        None => Err(StdinEnd::Unknown("the kernel did not name the peer of its stdin socket")),
+        None => Err(Some(StdinEnd::Unknown("the kernel did not name the peer of its stdin socket"))),
     }
 }
 

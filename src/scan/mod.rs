@@ -20,6 +20,7 @@ pub mod pressure;
 pub mod process;
 mod procfs;
 pub mod sockdiag;
+mod sockpoll;
 
 use std::io;
 use std::path::PathBuf;

@@ -130,6 +130,9 @@ pub enum Holder {
     /// The expected process does not: another does, this one if it was found
     /// among those searched.
     Other(Option<Pid>),
+    /// Someone holds it, but who could not be told: the peer was seen alive
+    /// through a duplicate of the stdin, which does not name it.
+    Unknown,
 }
 
 /// Second-tier facts, read only where a decision needs them.

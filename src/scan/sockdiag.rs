@@ -1,12 +1,13 @@
 //! The peer and shutdown state of one unix socket, by inode, from the
 //! kernel's socket diagnostics (`NETLINK_SOCK_DIAG`, `unix_diag`): the same
 //! source as `ss -x`. No other interface tells whether a socket's peer is
-//! still there without holding the socket itself.
+//! still there, and who it is, without holding the socket itself.
 //!
 //! Limits: the kernel looks the inode up in the network namespace of the
 //! diagnostics socket, so a daemon in a private network namespace (the
 //! shipped system unit has `PrivateNetwork=yes` and allows `AF_UNIX` only)
-//! cannot ask; the answer is then "unknown" and nothing is concluded.
+//! cannot ask; `link.rs` then polls a duplicate of the socket instead
+//! ([`super::sockpoll`]).
 
 use std::io;
 use std::os::fd::OwnedFd;
