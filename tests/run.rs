@@ -280,6 +280,36 @@ fn sigint_to_the_wrapper_reaches_the_host() {
     assert!(!alive(host), "the host survived");
 }
 
+/// Starts a wrapper with `args` around `host` and waits until the host
+/// reported ready or the wrapper exited: `true` when the host is ready.
+fn start_and_settle(cfg: &Path, args: &[&str], host: &Spec, dir: TempDir) -> (Wrapped, bool) {
+    let mut w = Wrapped::start(cfg, args, host, dir);
+    let settled =
+        wait_until(Duration::from_secs(20), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
+    assert!(settled, "neither ready nor exited");
+    let ready = !w.ready().is_empty();
+    (w, ready)
+}
+
+/// Where the limit of `host`'s session is: its v2 leaf's `memory.max`
+/// file, or (a hybrid system) its v1 memory cgroup's
+/// `memory.limit_in_bytes`. Each must be the session's own cgroup.
+fn limit_file(host: i32, wrapper: i32) -> std::path::PathBuf {
+    let leaf = format!("/mcp-reaper-run-{wrapper}");
+    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
+    let v2 = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or_default();
+    let h = mcp_reaper::session::cgroup::Hierarchy::find().expect("a v2 hierarchy: the session made a leaf");
+    assert!(v2.ends_with(&leaf), "host cgroup {v2:?} is not the session's {leaf}");
+    let v2_max = h.dir_of(v2).unwrap().join("memory.max");
+    if v2_max.exists() {
+        return v2_max;
+    }
+    let v1 = mcp_reaper::session::memcg_v1::memory_path(&cg).expect("no memory.max in v2, so a v1 memory cgroup");
+    assert!(v1.ends_with(&leaf), "host memory cgroup {v1:?} is not the session's {leaf}");
+    let dir = mcp_reaper::session::memcg_v1::dir_of_pid(mcp_reaper::ids::Pid::new(host).unwrap()).unwrap();
+    dir.join("memory.limit_in_bytes")
+}
+
 #[test]
 fn memory_max_is_applied_or_refused() {
     if !is_root() {
@@ -287,25 +317,52 @@ fn memory_max_is_applied_or_refused() {
     }
     let dir = TempDir::new("run-mem");
     let cfg = config(&dir);
-    let mut w = Wrapped::start(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
-    let ready_or_exit =
-        wait_until(Duration::from_secs(10), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
-    assert!(ready_or_exit);
-    if w.ready().is_empty() {
-        // No memory controller in the v2 hierarchy (a hybrid system): refused, never run without.
+    let (mut w, ready) = start_and_settle(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
+    if !ready {
+        // No memory controller in v2 nor v1: refused, never run without.
         let (st, err) = w.finish();
         assert_eq!(st.code(), Some(71), "{err}");
         assert!(err.contains("--memory-max") && err.contains("memory controller"), "{err}");
         return skip("memory_max_is_applied", &format!("refused as it should be here: {err}"));
     }
     let host = w.ready()[0].0;
-    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
-    let path = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap().to_string();
-    let h = mcp_reaper::session::cgroup::Hierarchy::find().unwrap();
-    let max = std::fs::read_to_string(h.dir_of(&path).unwrap().join("memory.max")).unwrap();
+    let file = limit_file(host, w.pid());
+    let limit = std::fs::read_to_string(&file).unwrap();
     w.signal(Signal::TERM);
-    let _ = w.finish();
-    assert_eq!(max.trim(), (256u64 << 20).to_string());
+    let (st, err) = w.finish();
+    assert_eq!(limit.trim(), (256u64 << 20).to_string(), "{}", file.display());
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
+    // The session's cgroups are gone with it.
+    assert!(!file.parent().unwrap().exists(), "{} was left: {err}", file.display());
+    assert!(!err.contains("cannot remove"), "{err}");
+
+    // The limit holds: a host that touches 128 MiB under a 32 MiB limit is
+    // OOM-killed (no swap), or (swap) its cgroup counts the limit being hit.
+    let greedy = Spec::new(&["claude"]).touch_mib(128);
+    let dir = TempDir::new("run-mem-oom");
+    let (mut w, ready) = start_and_settle(&cfg, &["--grace", "0", "--memory-max", "32M"], &greedy, dir);
+    if ready {
+        let file = limit_file(w.ready()[0].0, w.pid());
+        let d = file.parent().unwrap();
+        let hit = if file.ends_with("memory.max") {
+            let events = std::fs::read_to_string(d.join("memory.events")).unwrap();
+            events.lines().find_map(|l| l.strip_prefix("max ")).unwrap().trim().parse::<u64>().unwrap()
+        } else {
+            std::fs::read_to_string(d.join("memory.failcnt")).unwrap().trim().parse::<u64>().unwrap()
+        };
+        w.signal(Signal::TERM);
+        let (_, err) = w.finish();
+        assert!(hit > 0, "128 MiB touched under a 32 MiB limit never hit it: {err}");
+    } else {
+        let (st, err) = w.finish();
+        assert_eq!(st.code(), Some(128 + 9), "the host was not OOM-killed: {err}");
+    }
+    // The same host without the limit runs: the limit, nothing else, ended it.
+    let dir = TempDir::new("run-mem-free");
+    let (mut w, ready) = start_and_settle(&cfg, &["--grace", "0"], &greedy, dir);
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert!(ready, "128 MiB cannot be touched here even without a limit: {st:?} {err}");
 }
 
 #[test]

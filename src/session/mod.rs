@@ -9,6 +9,7 @@
 
 pub mod cgroup;
 pub mod leftovers;
+pub mod memcg_v1;
 pub mod status;
 pub mod supervise;
 
