@@ -438,3 +438,86 @@ fn status_lists_run_sessions() {
     let (st, err) = w.finish();
     assert_eq!(st.code(), Some(128 + 15), "{err}");
 }
+
+/// The session's cgroups of `host` (its v2 leaf, and its v1 memory cgroup
+/// on a hybrid system), when they are `wrapper`'s: `None` where the session
+/// has no cgroup of its own here.
+fn session_dirs(host: i32, wrapper: i32) -> Option<Vec<std::path::PathBuf>> {
+    let leaf = format!("/mcp-reaper-run-{wrapper}");
+    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).ok()?;
+    let v2 = cg.lines().find_map(|l| l.strip_prefix("0::")).filter(|p| p.ends_with(&leaf))?;
+    let mut dirs = vec![mcp_reaper::session::cgroup::Hierarchy::find()?.dir_of(v2)?];
+    if mcp_reaper::session::memcg_v1::memory_path(&cg).is_some_and(|p| p.ends_with(&leaf)) {
+        dirs.push(mcp_reaper::session::memcg_v1::dir_of_pid(mcp_reaper::ids::Pid::new(host)?)?);
+    }
+    Some(dirs)
+}
+
+fn holds_no_process(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
+}
+
+/// A wrapper SIGKILLed before it could remove its cgroups: the next
+/// `--once` run removes the empty ones (never one still holding processes,
+/// whose leftovers are judged as usual), the run after that the other.
+#[test]
+fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
+    if !is_root() {
+        return skip("cgroups_of_a_killed_wrapper_are_removed", "needs root to make a cgroup");
+    }
+    let dir = TempDir::new("run-stale");
+    let cfg = config(&dir);
+    let fake = s(fakeproc_path().display());
+    let wrapper = |args: &[&str], host: &Spec| {
+        let mut argv = vec![s(REAPERCTL), s("--config"), s(cfg.display()), s("run")];
+        argv.extend(args.iter().map(s));
+        argv.extend([s("--"), fake.clone()]);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        Spec::new(&argv).real().env("FAKEPROC", &host.to_json().to_string())
+    };
+    // A: a host alone, with a memory limit (a v1 memory cgroup too, on a
+    // hybrid system). B: a host with a server that will outlive it.
+    let mut sb = Sandbox::new(vec![
+        wrapper(&["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"])),
+        wrapper(&["--grace", "0"], &Spec::new(&["gemini"]).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]))),
+    ]);
+    sb.wait_ready(6);
+    let ready = sb.ready().to_vec();
+    let (host_a, host_b, server) = (sb.pid_of("claude"), sb.pid_of("gemini"), sb.pid_of("npm exec"));
+    let parent = |p: i32| ready.iter().find(|r| r.pid == p).unwrap().ppid;
+    let (wrapper_a, wrapper_b) = (parent(host_a), parent(host_b));
+    let (Some(dirs_a), Some(dirs_b)) = (session_dirs(host_a, wrapper_a), session_dirs(host_b, wrapper_b)) else {
+        return skip("cgroups_of_a_killed_wrapper_are_removed", "no cgroup leaf for a session here");
+    };
+    // The wrappers die without cleaning up; then the hosts exit.
+    for p in [wrapper_a, wrapper_b, host_a, host_b] {
+        sb.kill_host(p);
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || dirs_a.iter().all(|d| holds_no_process(d))),
+        "session A's cgroups still hold processes: {dirs_a:?}"
+    );
+    assert!(dirs_a.iter().chain(&dirs_b).all(|d| d.is_dir()), "the killed wrappers' cgroups are there");
+
+    let v = common::once_json(sb.scope_pid(), &cfg);
+    let removed: Vec<&str> = v["stale_cgroups_removed"].as_array().unwrap().iter().filter_map(|d| d.as_str()).collect();
+    for d in &dirs_a {
+        assert!(!d.exists(), "{} was not removed: {v:#}", d.display());
+        assert!(removed.contains(&d.to_str().unwrap()), "{} not reported: {v:#}", d.display());
+    }
+    // B still held its server: left alone, and the server judged as usual
+    // (adopted by the scope, its stdio gone with its host), its reason
+    // naming the session it was started in.
+    assert!(dirs_b[0].is_dir(), "B's leaf, holding a process, was removed: {v:#}");
+    assert!(!removed.iter().any(|d| d.ends_with(&format!("mcp-reaper-run-{wrapper_b}"))), "{v:#}");
+    let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root"]["pid"] == server).expect("the server reaped");
+    assert_eq!(o["verdict"], "orphan", "{o:#}");
+    assert!(o["reason"].as_str().unwrap().contains(&format!("mcp-reaper-run-{wrapper_b}")), "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the server survived");
+
+    // Now B is empty too: the next run removes it.
+    assert!(wait_until(Duration::from_secs(10), || dirs_b.iter().all(|d| holds_no_process(d))));
+    let v = common::once_json(sb.scope_pid(), &cfg);
+    assert!(dirs_b.iter().all(|d| !d.exists()), "B's cgroups were not removed: {v:#}");
+    sb.assert_alive(&[sb.scope_pid()]);
+}

@@ -297,8 +297,11 @@ fn retry_removal(remove: &dyn Fn() -> std::io::Result<()>, reap_zombies: &dyn Fn
     for _ in 0..50 {
         reap_zombies();
         last = remove();
-        if last.is_ok() {
-            return last;
+        match &last {
+            Ok(()) => return last,
+            // Swept already (the daemon's sweep of stale session cgroups).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(_) => {}
         }
         std::thread::sleep(Duration::from_millis(20));
     }
