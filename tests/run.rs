@@ -521,3 +521,63 @@ fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
     assert!(dirs_b.iter().all(|d| !d.exists()), "B's cgroups were not removed: {v:#}");
     sb.assert_alive(&[sb.scope_pid()]);
 }
+
+/// Writes a process into a fake `/proc`: `stat`, `status` and `cmdline`
+/// modelled on the fixture's pid 2000 (tests/data/proc-basic).
+fn fake_process(root: &Path, pid: i32, ppid: i32, argv: &[&str], cgroup: Option<&str>) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc-basic/2000");
+    let dir = root.join(pid.to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    let comm: String = argv[0].rsplit('/').next().unwrap().chars().take(15).collect();
+    let stat = std::fs::read_to_string(fixture.join("stat")).unwrap();
+    let rest = stat.split_once(") S 1900 2000 1900 ").unwrap().1;
+    std::fs::write(dir.join("stat"), format!("{pid} ({comm}) S {ppid} {pid} {pid} {rest}")).unwrap();
+    let status = std::fs::read_to_string(fixture.join("status")).unwrap();
+    let status = status.replace("2000", &pid.to_string()).replace("PPid:\t1900", &format!("PPid:\t{ppid}"));
+    std::fs::write(dir.join("status"), status).unwrap();
+    let cmdline: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::write(dir.join("cmdline"), cmdline).unwrap();
+    if let Some(cg) = cgroup {
+        std::fs::write(dir.join("cgroup"), cg).unwrap();
+    }
+}
+
+/// The daemon lists sessions from the `/proc` it is given (`--proc-root`),
+/// their cgroup and owner read there too, not from the real `/proc`.
+#[test]
+fn status_lists_run_sessions_from_the_proc_root() {
+    let dir = TempDir::new("run-proc-root");
+    let cfg = config(&dir);
+    let root = dir.path().join("proc");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc-basic");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(fixture.join("uptime"), root.join("uptime")).unwrap();
+    // init and `systemd --user`, the wrapper's parent.
+    for pid in ["1", "900"] {
+        std::fs::create_dir_all(root.join(pid)).unwrap();
+        for f in ["stat", "status", "cmdline"] {
+            std::fs::copy(fixture.join(pid).join(f), root.join(pid).join(f)).unwrap();
+        }
+    }
+    // Pids no test machine is likely to run as a wrapper: the real /proc
+    // has nothing to say about them.
+    let (wrapper, host, server) = (3_999_900, 3_999_901, 3_999_902);
+    let leaf = format!("/test.slice/mcp-reaper-run-{wrapper}");
+    fake_process(&root, wrapper, 900, &["/usr/bin/reaperctl", "run", "--", "claude"], None);
+    fake_process(&root, host, wrapper, &["claude"], Some(&format!("4:memory:/\n0::{leaf}\n")));
+    fake_process(&root, server, host, &["npm", "exec", "@playwright/mcp@latest"], Some(&format!("0::{leaf}\n")));
+    // Dry run, scoped to the fake wrapper: nothing real is ever looked at
+    // for signalling, let alone signalled.
+    let how = Launch::with_args(&["--dry-run", "--no-events", "--proc-root", root.to_str().unwrap()]);
+    let d = Daemon::start_in(wrapper, &cfg, dir.path(), &how);
+    let st = d.status_until(Duration::from_secs(10), "the fake session listed", |st| {
+        st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == wrapper))
+    });
+    let r = st["run_sessions"].as_array().unwrap().iter().find(|r| r["wrapper_pid"] == wrapper).unwrap().clone();
+    assert_eq!(r["host_pid"], host, "{r:#}");
+    assert_eq!(r["members"], 2, "{r:#}");
+    assert_eq!(r["cgroup"], leaf.as_str(), "the cgroup is read from the given /proc: {r:#}");
+    let me = std::fs::metadata(&root).map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap();
+    assert_eq!(r["uid"], me, "the owner of the given /proc's entry: {r:#}");
+    assert_eq!(r["memory_source"], "rss", "no mountinfo in the given /proc: {r:#}");
+}

@@ -116,7 +116,7 @@ impl Shared {
         self.scans.last_duration_ms = a.scan_duration.as_secs_f64() * 1000.0;
         self.scans.last_processes = snap.len();
         self.scans.last_at_unix = unix_now();
-        self.run_sessions = crate::session::status::sessions(a);
+        self.run_sessions = crate::session::status::sessions(a, &self.args.proc_root);
         self.trees = a
             .judgements
             .iter()
