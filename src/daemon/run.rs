@@ -172,6 +172,7 @@ impl Daemon {
             duplicates: Vec::new(),
             self_uid: rustix::process::getuid().as_raw(),
             run_sessions: Vec::new(),
+            session_ends: Vec::new(),
             pressure: pressure.status(),
         }));
         let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
@@ -365,6 +366,7 @@ impl Daemon {
                     reason.as_deref().map(|r| format!(" ({})", short(r))).unwrap_or_default()
                 );
                 let children = self.endings.add(&self.procfs, host, why, &mut self.memory.book);
+                self.shared.borrow_mut().session_ends = self.endings.status();
                 tracing::info!(
                     reaper_action = "session-end",
                     "host {name} ends its session{}: its trees are reaped without grace once it exits",
@@ -505,6 +507,7 @@ impl Daemon {
         let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run);
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
+        self.shared.borrow_mut().session_ends = self.endings.status();
         self.schedule.judged(a.snapshot, &a.judgements, !done.outcomes.is_empty());
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
