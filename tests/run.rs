@@ -317,7 +317,8 @@ fn memory_max_is_applied_or_refused() {
     }
     let dir = TempDir::new("run-mem");
     let cfg = config(&dir);
-    let (mut w, ready) = start_and_settle(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
+    let (mut w, ready) =
+        start_and_settle(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
     if !ready {
         // No memory controller in v2 nor v1: refused, never run without.
         let (st, err) = w.finish();
@@ -457,7 +458,7 @@ fn holds_no_process(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
 }
 
-/// A wrapper SIGKILLed before it could remove its cgroups: the next
+/// A wrapper killed (SIGKILL) before it could remove its cgroups: the next
 /// `--once` run removes the empty ones (never one still holding processes,
 /// whose leftovers are judged as usual), the run after that the other.
 #[test]
@@ -479,7 +480,10 @@ fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
     // hybrid system). B: a host with a server that will outlive it.
     let mut sb = Sandbox::new(vec![
         wrapper(&["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"])),
-        wrapper(&["--grace", "0"], &Spec::new(&["gemini"]).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]))),
+        wrapper(
+            &["--grace", "0"],
+            &Spec::new(&["gemini"]).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"])),
+        ),
     ]);
     sb.wait_ready(6);
     let ready = sb.ready().to_vec();

@@ -33,10 +33,10 @@ pub struct RunArgs {
     pub grace: f64,
     /// Limit the session's memory (cgroup memory.max), e.g. 4G, 512M,
     /// 1073741824. Needs the memory controller: in the cgroup v2 hierarchy,
-    /// or (a hybrid system) in the v1 one, where the session gets a memory
-    /// cgroup of its own with memory.limit_in_bytes (swap is not limited,
-    /// as with memory.max). `run` refuses to start rather than run without
-    /// the limit.
+    /// or (a hybrid system) in the v1 one, where a v1 memory cgroup of the
+    /// session's own is limited instead (swap is not limited, as with
+    /// memory.max). `run` refuses to start rather than run without the
+    /// limit.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory_max: Option<u64>,
     /// Make the session's cgroup below this cgroup v2 directory (one

@@ -76,7 +76,8 @@ impl MemoryV1 {
     /// Makes `name` below this process's own v1 memory cgroup and limits it
     /// to `bytes`. Errors say what is missing.
     pub fn create(name: &str, bytes: u64) -> Result<MemoryV1, String> {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+        let mountinfo =
+            std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
         let h = hierarchy(&mountinfo).ok_or("no cgroup v1 memory hierarchy is mounted either")?;
         let own = std::fs::read_to_string("/proc/self/cgroup").ok().and_then(|t| memory_path(&t));
         let parent = own
