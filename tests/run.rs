@@ -585,3 +585,33 @@ fn status_lists_run_sessions_from_the_proc_root() {
     assert_eq!(r["uid"], me, "the owner of the given /proc's entry: {r:#}");
     assert_eq!(r["memory_source"], "rss", "no mountinfo in the given /proc: {r:#}");
 }
+
+/// The daemon removes them too (at its first cycle, then every minute).
+#[test]
+fn the_daemon_removes_cgroups_of_a_killed_wrapper() {
+    if !is_root() {
+        return skip("the_daemon_removes_cgroups_of_a_killed_wrapper", "needs root to make a cgroup");
+    }
+    let dir = TempDir::new("run-stale-daemon");
+    let cfg = config(&dir);
+    let argv = [REAPERCTL, "--config", &s(cfg.display()), "run", "--grace", "0", "--", &s(fakeproc_path().display())];
+    let wrapper = Spec::new(&argv).real().env("FAKEPROC", &Spec::new(&["claude"]).to_json().to_string());
+    let mut sb = Sandbox::new(vec![wrapper]);
+    sb.wait_ready(3);
+    let host = sb.pid_of("claude");
+    let wrapper = sb.ready().iter().find(|r| r.pid == host).unwrap().ppid;
+    let Some(dirs) = session_dirs(host, wrapper) else {
+        return skip("the_daemon_removes_cgroups_of_a_killed_wrapper", "no cgroup leaf for a session here");
+    };
+    sb.kill_host(wrapper);
+    sb.kill_host(host);
+    assert!(wait_until(Duration::from_secs(10), || dirs.iter().all(|d| holds_no_process(d))));
+    assert!(dirs.iter().all(|d| d.is_dir()));
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, dir.path(), &Launch::default());
+    assert!(
+        wait_until(Duration::from_secs(20), || dirs.iter().all(|d| !d.exists())),
+        "the daemon left {dirs:?}:\n{}",
+        d.log_text()
+    );
+    assert!(d.log_text().contains("removed the stale `reaperctl run` session cgroup"), "{}", d.log_text());
+}
