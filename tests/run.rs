@@ -454,6 +454,22 @@ fn session_dirs(host: i32, wrapper: i32) -> Option<Vec<std::path::PathBuf>> {
     Some(dirs)
 }
 
+/// The tests that sweep, one at a time: each removes every stale session
+/// cgroup old enough, the other's included, and checks what it reports.
+static SWEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How long ago `dir` was made (its inode's time; `None` once it is gone).
+fn age(dir: &Path) -> Option<Duration> {
+    std::fs::metadata(dir).and_then(|m| m.modified()).ok().map(|t| t.elapsed().unwrap_or_default())
+}
+
+/// Waits until every one of `dirs` is old enough for a sweep to remove it.
+fn wait_old(dirs: &[std::path::PathBuf]) {
+    let min = mcp_reaper::session::stale::MIN_AGE;
+    let ok = wait_until(Duration::from_secs(60), || dirs.iter().all(|d| age(d).is_some_and(|a| a >= min)));
+    assert!(ok, "{dirs:?} did not age");
+}
+
 fn holds_no_process(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
 }
@@ -466,6 +482,7 @@ fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
     if !is_root() {
         return skip("cgroups_of_a_killed_wrapper_are_removed", "needs root to make a cgroup");
     }
+    let _one = SWEEPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = TempDir::new("run-stale");
     let cfg = config(&dir);
     let fake = s(fakeproc_path().display());
@@ -503,17 +520,33 @@ fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
     );
     assert!(dirs_a.iter().chain(&dirs_b).all(|d| d.is_dir()), "the killed wrappers' cgroups are there");
 
+    // Young, they are left alone (a live wrapper's cgroup, in a PID
+    // namespace other than the reaper's, is empty for a moment only). This
+    // run is scoped to a sandbox with nothing in it: it judges nothing.
+    let empty = Sandbox::new(vec![]);
+    let made = std::fs::metadata(&dirs_a[0]).unwrap().modified().unwrap();
+    let v = common::once_json(empty.scope_pid(), &cfg);
+    let removed = |v: &serde_json::Value| -> Vec<String> {
+        v["stale_cgroups_removed"].as_array().unwrap().iter().filter_map(|d| Some(d.as_str()?.to_string())).collect()
+    };
+    if made.elapsed().unwrap_or_default() < mcp_reaper::session::stale::MIN_AGE {
+        assert!(dirs_a.iter().all(|d| d.is_dir()), "a young cgroup was removed: {v:#}");
+        assert!(!removed(&v).iter().any(|d| dirs_a.iter().any(|a| a.to_str() == Some(d))), "{v:#}");
+    }
+    // Old enough: A (empty) is removed; B (still holding the server) is
+    // left alone, and the server judged as usual (adopted by the scope, its
+    // stdio gone with its host), its reason naming the session it was
+    // started in.
+    wait_old(&dirs_a);
+    wait_old(&dirs_b);
     let v = common::once_json(sb.scope_pid(), &cfg);
-    let removed: Vec<&str> = v["stale_cgroups_removed"].as_array().unwrap().iter().filter_map(|d| d.as_str()).collect();
+    let gone = removed(&v);
     for d in &dirs_a {
         assert!(!d.exists(), "{} was not removed: {v:#}", d.display());
-        assert!(removed.contains(&d.to_str().unwrap()), "{} not reported: {v:#}", d.display());
+        assert!(gone.iter().any(|g| d.to_str() == Some(g)), "{} not reported: {v:#}", d.display());
     }
-    // B still held its server: left alone, and the server judged as usual
-    // (adopted by the scope, its stdio gone with its host), its reason
-    // naming the session it was started in.
     assert!(dirs_b[0].is_dir(), "B's leaf, holding a process, was removed: {v:#}");
-    assert!(!removed.iter().any(|d| d.ends_with(&format!("mcp-reaper-run-{wrapper_b}"))), "{v:#}");
+    assert!(!gone.iter().any(|d| d.ends_with(&format!("mcp-reaper-run-{wrapper_b}"))), "{v:#}");
     let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root"]["pid"] == server).expect("the server reaped");
     assert_eq!(o["verdict"], "orphan", "{o:#}");
     assert!(o["reason"].as_str().unwrap().contains(&format!("mcp-reaper-run-{wrapper_b}")), "{o:#}");
@@ -592,6 +625,7 @@ fn the_daemon_removes_cgroups_of_a_killed_wrapper() {
     if !is_root() {
         return skip("the_daemon_removes_cgroups_of_a_killed_wrapper", "needs root to make a cgroup");
     }
+    let _one = SWEEPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = TempDir::new("run-stale-daemon");
     let cfg = config(&dir);
     let argv = [REAPERCTL, "--config", &s(cfg.display()), "run", "--grace", "0", "--", &s(fakeproc_path().display())];
@@ -607,6 +641,7 @@ fn the_daemon_removes_cgroups_of_a_killed_wrapper() {
     sb.kill_host(host);
     assert!(wait_until(Duration::from_secs(10), || dirs.iter().all(|d| holds_no_process(d))));
     assert!(dirs.iter().all(|d| d.is_dir()));
+    wait_old(&dirs);
     let d = Daemon::start_in(sb.scope_pid(), &cfg, dir.path(), &Launch::default());
     assert!(
         wait_until(Duration::from_secs(20), || dirs.iter().all(|d| !d.exists())),

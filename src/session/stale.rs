@@ -5,6 +5,14 @@
 //! only that: nothing is ever signalled because of a cgroup's name). One that
 //! still holds processes is left alone; its processes are judged by the
 //! usual rules like any others. systemd's scopes (`….scope`) are systemd's.
+//!
+//! The pid in the name is the wrapper's in its own PID namespace, which may
+//! not be this reaper's (a container sharing the cgroup tree, or a reaper in
+//! a namespace of its own): there a live wrapper's pid can look free. A live
+//! wrapper's cgroup is empty only for a moment (made, then joined by the
+//! host at once; emptied, then removed at once), so a cgroup is also left
+//! alone until it is [`MIN_AGE`] old (its inode's time, which the kernel
+//! may reset to now, never to earlier: at worst a sweep comes later).
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +24,8 @@ use crate::scan::ProcFs;
 /// bound on the walk on a machine with very many cgroups.
 const MAX_DEPTH: usize = 24;
 const MAX_DIRS: usize = 50_000;
+/// How old a cgroup must be before it may be removed.
+pub const MIN_AGE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a sweep found.
 #[derive(Debug, Default)]
@@ -24,6 +34,8 @@ pub struct Swept {
     pub removed: Vec<PathBuf>,
     /// Stale but still holding processes: left alone.
     pub populated: Vec<PathBuf>,
+    /// Empty, but younger than [`MIN_AGE`]: left for a later sweep.
+    pub young: Vec<PathBuf>,
     /// Could not be removed, and why.
     pub failed: Vec<(PathBuf, std::io::Error)>,
 }
@@ -43,6 +55,8 @@ pub fn sweep(procfs: &ProcFs, dry_run: bool) -> Swept {
             }
             if holds_processes(&dir) {
                 out.populated.push(dir);
+            } else if young(&dir) {
+                out.young.push(dir);
             } else if dry_run {
                 out.removed.push(dir);
             } else {
@@ -70,6 +84,9 @@ pub fn sweep_and_log(procfs: &ProcFs, dry_run: bool) -> Swept {
     for d in &swept.populated {
         tracing::debug!("stale `reaperctl run` session cgroup {} still holds processes: left alone", d.display());
     }
+    for d in &swept.young {
+        tracing::debug!("stale `reaperctl run` session cgroup {} is too young to remove yet", d.display());
+    }
     for (d, e) in &swept.failed {
         if e.kind() == std::io::ErrorKind::PermissionDenied {
             tracing::debug!("cannot remove the stale session cgroup {}: {e}", d.display());
@@ -78,6 +95,15 @@ pub fn sweep_and_log(procfs: &ProcFs, dry_run: bool) -> Swept {
         }
     }
     swept
+}
+
+/// Whether `dir` is younger than [`MIN_AGE`] (or its age is unknown).
+fn young(dir: &Path) -> bool {
+    std::fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|age| age < MIN_AGE)
 }
 
 /// The wrapper pid a session cgroup's own name gives (`mcp-reaper-run-<pid>`,
