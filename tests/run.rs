@@ -280,6 +280,36 @@ fn sigint_to_the_wrapper_reaches_the_host() {
     assert!(!alive(host), "the host survived");
 }
 
+/// Starts a wrapper with `args` around `host` and waits until the host
+/// reported ready or the wrapper exited: `true` when the host is ready.
+fn start_and_settle(cfg: &Path, args: &[&str], host: &Spec, dir: TempDir) -> (Wrapped, bool) {
+    let mut w = Wrapped::start(cfg, args, host, dir);
+    let settled =
+        wait_until(Duration::from_secs(20), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
+    assert!(settled, "neither ready nor exited");
+    let ready = !w.ready().is_empty();
+    (w, ready)
+}
+
+/// Where the limit of `host`'s session is: its v2 leaf's `memory.max`
+/// file, or (a hybrid system) its v1 memory cgroup's
+/// `memory.limit_in_bytes`. Each must be the session's own cgroup.
+fn limit_file(host: i32, wrapper: i32) -> std::path::PathBuf {
+    let leaf = format!("/mcp-reaper-run-{wrapper}");
+    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
+    let v2 = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or_default();
+    let h = mcp_reaper::session::cgroup::Hierarchy::find().expect("a v2 hierarchy: the session made a leaf");
+    assert!(v2.ends_with(&leaf), "host cgroup {v2:?} is not the session's {leaf}");
+    let v2_max = h.dir_of(v2).unwrap().join("memory.max");
+    if v2_max.exists() {
+        return v2_max;
+    }
+    let v1 = mcp_reaper::session::memcg_v1::memory_path(&cg).expect("no memory.max in v2, so a v1 memory cgroup");
+    assert!(v1.ends_with(&leaf), "host memory cgroup {v1:?} is not the session's {leaf}");
+    let dir = mcp_reaper::session::memcg_v1::dir_of_pid(mcp_reaper::ids::Pid::new(host).unwrap()).unwrap();
+    dir.join("memory.limit_in_bytes")
+}
+
 #[test]
 fn memory_max_is_applied_or_refused() {
     if !is_root() {
@@ -287,25 +317,53 @@ fn memory_max_is_applied_or_refused() {
     }
     let dir = TempDir::new("run-mem");
     let cfg = config(&dir);
-    let mut w = Wrapped::start(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
-    let ready_or_exit =
-        wait_until(Duration::from_secs(10), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
-    assert!(ready_or_exit);
-    if w.ready().is_empty() {
-        // No memory controller in the v2 hierarchy (a hybrid system): refused, never run without.
+    let (mut w, ready) =
+        start_and_settle(&cfg, &["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"]), dir);
+    if !ready {
+        // No memory controller in v2 nor v1: refused, never run without.
         let (st, err) = w.finish();
         assert_eq!(st.code(), Some(71), "{err}");
         assert!(err.contains("--memory-max") && err.contains("memory controller"), "{err}");
         return skip("memory_max_is_applied", &format!("refused as it should be here: {err}"));
     }
     let host = w.ready()[0].0;
-    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
-    let path = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap().to_string();
-    let h = mcp_reaper::session::cgroup::Hierarchy::find().unwrap();
-    let max = std::fs::read_to_string(h.dir_of(&path).unwrap().join("memory.max")).unwrap();
+    let file = limit_file(host, w.pid());
+    let limit = std::fs::read_to_string(&file).unwrap();
     w.signal(Signal::TERM);
-    let _ = w.finish();
-    assert_eq!(max.trim(), (256u64 << 20).to_string());
+    let (st, err) = w.finish();
+    assert_eq!(limit.trim(), (256u64 << 20).to_string(), "{}", file.display());
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
+    // The session's cgroups are gone with it.
+    assert!(!file.parent().unwrap().exists(), "{} was left: {err}", file.display());
+    assert!(!err.contains("cannot remove"), "{err}");
+
+    // The limit holds: a host that touches 128 MiB under a 32 MiB limit is
+    // OOM-killed (no swap), or (swap) its cgroup counts the limit being hit.
+    let greedy = Spec::new(&["claude"]).touch_mib(128);
+    let dir = TempDir::new("run-mem-oom");
+    let (mut w, ready) = start_and_settle(&cfg, &["--grace", "0", "--memory-max", "32M"], &greedy, dir);
+    if ready {
+        let file = limit_file(w.ready()[0].0, w.pid());
+        let d = file.parent().unwrap();
+        let hit = if file.ends_with("memory.max") {
+            let events = std::fs::read_to_string(d.join("memory.events")).unwrap();
+            events.lines().find_map(|l| l.strip_prefix("max ")).unwrap().trim().parse::<u64>().unwrap()
+        } else {
+            std::fs::read_to_string(d.join("memory.failcnt")).unwrap().trim().parse::<u64>().unwrap()
+        };
+        w.signal(Signal::TERM);
+        let (_, err) = w.finish();
+        assert!(hit > 0, "128 MiB touched under a 32 MiB limit never hit it: {err}");
+    } else {
+        let (st, err) = w.finish();
+        assert_eq!(st.code(), Some(128 + 9), "the host was not OOM-killed: {err}");
+    }
+    // The same host without the limit runs: the limit, nothing else, ended it.
+    let dir = TempDir::new("run-mem-free");
+    let (mut w, ready) = start_and_settle(&cfg, &["--grace", "0"], &greedy, dir);
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert!(ready, "128 MiB cannot be touched here even without a limit: {st:?} {err}");
 }
 
 #[test]
@@ -380,4 +438,215 @@ fn status_lists_run_sessions() {
     w.signal(Signal::TERM);
     let (st, err) = w.finish();
     assert_eq!(st.code(), Some(128 + 15), "{err}");
+}
+
+/// The session's cgroups of `host` (its v2 leaf, and its v1 memory cgroup
+/// on a hybrid system), when they are `wrapper`'s: `None` where the session
+/// has no cgroup of its own here.
+fn session_dirs(host: i32, wrapper: i32) -> Option<Vec<std::path::PathBuf>> {
+    let leaf = format!("/mcp-reaper-run-{wrapper}");
+    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).ok()?;
+    let v2 = cg.lines().find_map(|l| l.strip_prefix("0::")).filter(|p| p.ends_with(&leaf))?;
+    let mut dirs = vec![mcp_reaper::session::cgroup::Hierarchy::find()?.dir_of(v2)?];
+    if mcp_reaper::session::memcg_v1::memory_path(&cg).is_some_and(|p| p.ends_with(&leaf)) {
+        dirs.push(mcp_reaper::session::memcg_v1::dir_of_pid(mcp_reaper::ids::Pid::new(host)?)?);
+    }
+    Some(dirs)
+}
+
+/// The tests that sweep, one at a time: each removes every stale session
+/// cgroup old enough, the other's included, and checks what it reports.
+static SWEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How long ago `dir` was made (its inode's time; `None` once it is gone).
+fn age(dir: &Path) -> Option<Duration> {
+    std::fs::metadata(dir).and_then(|m| m.modified()).ok().map(|t| t.elapsed().unwrap_or_default())
+}
+
+/// Waits until every one of `dirs` is old enough for a sweep to remove it.
+fn wait_old(dirs: &[std::path::PathBuf]) {
+    let min = mcp_reaper::session::stale::MIN_AGE;
+    let ok = wait_until(Duration::from_secs(60), || dirs.iter().all(|d| age(d).is_some_and(|a| a >= min)));
+    assert!(ok, "{dirs:?} did not age");
+}
+
+fn holds_no_process(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
+}
+
+/// A wrapper killed (SIGKILL) before it could remove its cgroups: the next
+/// `--once` run removes the empty ones (never one still holding processes,
+/// whose leftovers are judged as usual), the run after that the other.
+#[test]
+fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
+    if !is_root() {
+        return skip("cgroups_of_a_killed_wrapper_are_removed", "needs root to make a cgroup");
+    }
+    let _one = SWEEPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = TempDir::new("run-stale");
+    let cfg = config(&dir);
+    let fake = s(fakeproc_path().display());
+    let wrapper = |args: &[&str], host: &Spec| {
+        let mut argv = vec![s(REAPERCTL), s("--config"), s(cfg.display()), s("run")];
+        argv.extend(args.iter().map(s));
+        argv.extend([s("--"), fake.clone()]);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        Spec::new(&argv).real().env("FAKEPROC", &host.to_json().to_string())
+    };
+    // A: a host alone, with a memory limit (a v1 memory cgroup too, on a
+    // hybrid system). B: a host with a server that will outlive it.
+    let mut sb = Sandbox::new(vec![
+        wrapper(&["--grace", "0", "--memory-max", "256M"], &Spec::new(&["claude"])),
+        wrapper(
+            &["--grace", "0"],
+            &Spec::new(&["gemini"]).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"])),
+        ),
+    ]);
+    sb.wait_ready(6);
+    let ready = sb.ready().to_vec();
+    let (host_a, host_b, server) = (sb.pid_of("claude"), sb.pid_of("gemini"), sb.pid_of("npm exec"));
+    let parent = |p: i32| ready.iter().find(|r| r.pid == p).unwrap().ppid;
+    let (wrapper_a, wrapper_b) = (parent(host_a), parent(host_b));
+    let (Some(dirs_a), Some(dirs_b)) = (session_dirs(host_a, wrapper_a), session_dirs(host_b, wrapper_b)) else {
+        return skip("cgroups_of_a_killed_wrapper_are_removed", "no cgroup leaf for a session here");
+    };
+    // The wrappers die without cleaning up; then the hosts exit.
+    for p in [wrapper_a, wrapper_b, host_a, host_b] {
+        sb.kill_host(p);
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || dirs_a.iter().all(|d| holds_no_process(d))),
+        "session A's cgroups still hold processes: {dirs_a:?}"
+    );
+    assert!(dirs_a.iter().chain(&dirs_b).all(|d| d.is_dir()), "the killed wrappers' cgroups are there");
+
+    // Young, they are left alone (a live wrapper's cgroup, in a PID
+    // namespace other than the reaper's, is empty for a moment only). This
+    // run is scoped to a sandbox with nothing in it: it judges nothing.
+    let empty = Sandbox::new(vec![]);
+    let made = std::fs::metadata(&dirs_a[0]).unwrap().modified().unwrap();
+    let v = common::once_json(empty.scope_pid(), &cfg);
+    let removed = |v: &serde_json::Value| -> Vec<String> {
+        v["stale_cgroups_removed"].as_array().unwrap().iter().filter_map(|d| Some(d.as_str()?.to_string())).collect()
+    };
+    if made.elapsed().unwrap_or_default() < mcp_reaper::session::stale::MIN_AGE {
+        assert!(dirs_a.iter().all(|d| d.is_dir()), "a young cgroup was removed: {v:#}");
+        assert!(!removed(&v).iter().any(|d| dirs_a.iter().any(|a| a.to_str() == Some(d))), "{v:#}");
+    }
+    // Old enough: A (empty) is removed; B (still holding the server) is
+    // left alone, and the server judged as usual (adopted by the scope, its
+    // stdio gone with its host), its reason naming the session it was
+    // started in.
+    wait_old(&dirs_a);
+    wait_old(&dirs_b);
+    let v = common::once_json(sb.scope_pid(), &cfg);
+    let gone = removed(&v);
+    for d in &dirs_a {
+        assert!(!d.exists(), "{} was not removed: {v:#}", d.display());
+        assert!(gone.iter().any(|g| d.to_str() == Some(g)), "{} not reported: {v:#}", d.display());
+    }
+    assert!(dirs_b[0].is_dir(), "B's leaf, holding a process, was removed: {v:#}");
+    assert!(!gone.iter().any(|d| d.ends_with(&format!("mcp-reaper-run-{wrapper_b}"))), "{v:#}");
+    let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root"]["pid"] == server).expect("the server reaped");
+    assert_eq!(o["verdict"], "orphan", "{o:#}");
+    assert!(o["reason"].as_str().unwrap().contains(&format!("mcp-reaper-run-{wrapper_b}")), "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the server survived");
+
+    // Now B is empty too: the next run removes it.
+    assert!(wait_until(Duration::from_secs(10), || dirs_b.iter().all(|d| holds_no_process(d))));
+    let v = common::once_json(sb.scope_pid(), &cfg);
+    assert!(dirs_b.iter().all(|d| !d.exists()), "B's cgroups were not removed: {v:#}");
+    sb.assert_alive(&[sb.scope_pid()]);
+}
+
+/// Writes a process into a fake `/proc`: `stat`, `status` and `cmdline`
+/// modelled on the fixture's pid 2000 (tests/data/proc-basic).
+fn fake_process(root: &Path, pid: i32, ppid: i32, argv: &[&str], cgroup: Option<&str>) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc-basic/2000");
+    let dir = root.join(pid.to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    let comm: String = argv[0].rsplit('/').next().unwrap().chars().take(15).collect();
+    let stat = std::fs::read_to_string(fixture.join("stat")).unwrap();
+    let rest = stat.split_once(") S 1900 2000 1900 ").unwrap().1;
+    std::fs::write(dir.join("stat"), format!("{pid} ({comm}) S {ppid} {pid} {pid} {rest}")).unwrap();
+    let status = std::fs::read_to_string(fixture.join("status")).unwrap();
+    let status = status.replace("2000", &pid.to_string()).replace("PPid:\t1900", &format!("PPid:\t{ppid}"));
+    std::fs::write(dir.join("status"), status).unwrap();
+    let cmdline: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::write(dir.join("cmdline"), cmdline).unwrap();
+    if let Some(cg) = cgroup {
+        std::fs::write(dir.join("cgroup"), cg).unwrap();
+    }
+}
+
+/// The daemon lists sessions from the `/proc` it is given (`--proc-root`),
+/// their cgroup and owner read there too, not from the real `/proc`.
+#[test]
+fn status_lists_run_sessions_from_the_proc_root() {
+    let dir = TempDir::new("run-proc-root");
+    let cfg = config(&dir);
+    let root = dir.path().join("proc");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/proc-basic");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(fixture.join("uptime"), root.join("uptime")).unwrap();
+    // init and `systemd --user`, the wrapper's parent.
+    for pid in ["1", "900"] {
+        std::fs::create_dir_all(root.join(pid)).unwrap();
+        for f in ["stat", "status", "cmdline"] {
+            std::fs::copy(fixture.join(pid).join(f), root.join(pid).join(f)).unwrap();
+        }
+    }
+    // Pids no test machine is likely to run as a wrapper: the real /proc
+    // has nothing to say about them.
+    let (wrapper, host, server) = (3_999_900, 3_999_901, 3_999_902);
+    let leaf = format!("/test.slice/mcp-reaper-run-{wrapper}");
+    fake_process(&root, wrapper, 900, &["/usr/bin/reaperctl", "run", "--", "claude"], None);
+    fake_process(&root, host, wrapper, &["claude"], Some(&format!("4:memory:/\n0::{leaf}\n")));
+    fake_process(&root, server, host, &["npm", "exec", "@playwright/mcp@latest"], Some(&format!("0::{leaf}\n")));
+    // Dry run, scoped to the fake wrapper: nothing real is ever looked at
+    // for signalling, let alone signalled.
+    let how = Launch::with_args(&["--dry-run", "--no-events", "--proc-root", root.to_str().unwrap()]);
+    let d = Daemon::start_in(wrapper, &cfg, dir.path(), &how);
+    let st = d.status_until(Duration::from_secs(10), "the fake session listed", |st| {
+        st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == wrapper))
+    });
+    let r = st["run_sessions"].as_array().unwrap().iter().find(|r| r["wrapper_pid"] == wrapper).unwrap().clone();
+    assert_eq!(r["host_pid"], host, "{r:#}");
+    assert_eq!(r["members"], 2, "{r:#}");
+    assert_eq!(r["cgroup"], leaf.as_str(), "the cgroup is read from the given /proc: {r:#}");
+    let me = std::fs::metadata(&root).map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap();
+    assert_eq!(r["uid"], me, "the owner of the given /proc's entry: {r:#}");
+    assert_eq!(r["memory_source"], "rss", "no mountinfo in the given /proc: {r:#}");
+}
+
+/// The daemon removes them too (at its first cycle, then every minute).
+#[test]
+fn the_daemon_removes_cgroups_of_a_killed_wrapper() {
+    if !is_root() {
+        return skip("the_daemon_removes_cgroups_of_a_killed_wrapper", "needs root to make a cgroup");
+    }
+    let _one = SWEEPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = TempDir::new("run-stale-daemon");
+    let cfg = config(&dir);
+    let argv = [REAPERCTL, "--config", &s(cfg.display()), "run", "--grace", "0", "--", &s(fakeproc_path().display())];
+    let wrapper = Spec::new(&argv).real().env("FAKEPROC", &Spec::new(&["claude"]).to_json().to_string());
+    let mut sb = Sandbox::new(vec![wrapper]);
+    sb.wait_ready(3);
+    let host = sb.pid_of("claude");
+    let wrapper = sb.ready().iter().find(|r| r.pid == host).unwrap().ppid;
+    let Some(dirs) = session_dirs(host, wrapper) else {
+        return skip("the_daemon_removes_cgroups_of_a_killed_wrapper", "no cgroup leaf for a session here");
+    };
+    sb.kill_host(wrapper);
+    sb.kill_host(host);
+    assert!(wait_until(Duration::from_secs(10), || dirs.iter().all(|d| holds_no_process(d))));
+    assert!(dirs.iter().all(|d| d.is_dir()));
+    wait_old(&dirs);
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, dir.path(), &Launch::default());
+    assert!(
+        wait_until(Duration::from_secs(20), || dirs.iter().all(|d| !d.exists())),
+        "the daemon left {dirs:?}:\n{}",
+        d.log_text()
+    );
+    assert!(d.log_text().contains("removed the stale `reaperctl run` session cgroup"), "{}", d.log_text());
 }

@@ -78,6 +78,20 @@ fn trees_of_a_host_that_ended_its_session_go_as_soon_as_it_exits() {
     assert!(r["stderr"].as_str().unwrap().contains("reaped as soon as it exits"), "{r:#}");
     assert_eq!(r["stdout"], "", "a hook's stdout is the host's to parse: {r:#}");
 
+    // The status shows the host as ending, with its tree; not the other.
+    let st = d.status_until(Duration::from_secs(10), "the ending host listed with its tree", |st| {
+        st["session_ends"].as_array().is_some_and(|e| e.iter().any(|e| e["host_pid"] == host && e["trees"] == 1))
+    });
+    let ends = st["session_ends"].as_array().unwrap();
+    assert_eq!(ends.len(), 1, "{ends:#?}");
+    assert_eq!(ends[0]["host_cmd"], "claude --resume", "{ends:#?}");
+    let why = format!("claude --resume (pid {host}) ended its session (prompt_input_exit)");
+    assert!(ends[0]["reason"].as_str().unwrap().contains(&why), "{ends:#?}");
+    assert_eq!(ends[0]["uid"], rustix::process::getuid().as_raw(), "{ends:#?}");
+    let human = text(&d.ctl(&["status"]).stdout);
+    assert!(human.contains("hosts ending their session"), "{human}");
+    assert!(human.contains(&format!("pid {host:>7}  1 tree(s)")), "{human}");
+
     sb.kill_host(host);
     sb.kill_host(host2);
     assert!(
@@ -85,6 +99,10 @@ fn trees_of_a_host_that_ended_its_session_go_as_soon_as_it_exits() {
         "the ended host's tree was not reaped:\n{}",
         d.log_text()
     );
+    // Gone from the status with the host.
+    d.status_until(Duration::from_secs(20), "the ended host no longer listed", |st| {
+        st["session_ends"].as_array().is_some_and(Vec::is_empty)
+    });
     // The other host's orphans wait out their grace as usual.
     let st = d.status_until(Duration::from_secs(20), "the other host's tree judged young", |st| {
         st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == npm2 && t["verdict"] == "young"))

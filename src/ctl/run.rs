@@ -20,6 +20,7 @@ use crate::reap::Settings;
 use crate::scan::ProcFs;
 use crate::session::cgroup::{Hierarchy, Leaf};
 use crate::session::leftovers::{Ended, Session};
+use crate::session::memcg_v1::MemoryV1;
 use crate::session::supervise::{FORWARD, reap_adopted, supervise, wait_grace};
 use crate::{exit, session, sys};
 
@@ -31,8 +32,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_secs)]
     pub grace: f64,
     /// Limit the session's memory (cgroup memory.max), e.g. 4G, 512M,
-    /// 1073741824. Needs the memory controller in the cgroup v2 hierarchy;
-    /// `run` refuses to start rather than run without the limit.
+    /// 1073741824. Needs the memory controller: in the cgroup v2 hierarchy,
+    /// or (a hybrid system) in the v1 one, where a v1 memory cgroup of the
+    /// session's own is limited instead (swap is not limited, as with
+    /// memory.max). `run` refuses to start rather than run without the
+    /// limit.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory_max: Option<u64>,
     /// Make the session's cgroup below this cgroup v2 directory (one
@@ -89,7 +93,7 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         }
     };
     let wrapper = me.as_raw_nonzero().get().cast_unsigned();
-    let (mut cmd, plan) = match prepare(args, wrapper) {
+    let (mut cmd, plan, memcg) = match prepare(args, wrapper) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -100,6 +104,9 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         Err(e) => {
             if let Plan::Leaf(leaf) = &plan {
                 let _ = leaf.remove();
+            }
+            if let Some(m) = &memcg {
+                let _ = m.remove();
             }
             let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
             eprintln!("reaperctl run: cannot run {host_name}: {e}");
@@ -158,9 +165,14 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         eprintln!("reaperctl run: {e}");
     }
     if let Session::Cgroup(leaf) = &session
-        && let Err(e) = remove_leaf(leaf, &reap_zombies)
+        && let Err(e) = retry_removal(&|| leaf.remove(), &reap_zombies)
     {
         eprintln!("reaperctl run: cannot remove the session's cgroup {}: {e}", leaf.dir.display());
+    }
+    if let Some(m) = &memcg
+        && let Err(e) = retry_removal(&|| m.remove(), &reap_zombies)
+    {
+        eprintln!("reaperctl run: cannot remove the session's memory cgroup {}: {e}", m.dir.display());
     }
     ExitCode::from(status)
 }
@@ -172,9 +184,11 @@ enum Plan {
     Subreaper,
 }
 
-/// The command to start and the session it will run in; warns when it
-/// falls back, fails when `--memory-max` cannot be honoured.
-fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan), ExitCode> {
+/// The command to start, the session it will run in, and the v1 memory
+/// cgroup that holds `--memory-max` where the v2 hierarchy has no memory
+/// controller; warns when it falls back, fails when `--memory-max` cannot
+/// be honoured.
+fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan, Option<MemoryV1>), ExitCode> {
     let fail = |msg: &str| {
         eprintln!("reaperctl run: {msg}");
         ExitCode::from(exit::OSERR)
@@ -182,7 +196,7 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan), ExitCode> {
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     if args.no_cgroup {
-        return Ok((cmd, Plan::Subreaper));
+        return Ok((cmd, Plan::Subreaper, None));
     }
     let name = session::leaf_name(wrapper);
     if args.cgroup_parent.is_none()
@@ -197,7 +211,7 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan), ExitCode> {
             c.arg("--property").arg(format!("MemoryMax={bytes}"));
         }
         c.arg("--").args(&args.command);
-        return Ok((c, Plan::Systemd));
+        return Ok((c, Plan::Systemd, None));
     }
     let made = Hierarchy::find()
         .ok_or_else(|| "no cgroup v2 hierarchy is mounted".to_string())
@@ -219,14 +233,30 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan), ExitCode> {
         });
     match made {
         Ok((leaf, fd)) => {
+            let mut memcg = None;
             if let Some(bytes) = args.memory_max
                 && let Err(e) = leaf.set_memory_max(bytes)
             {
-                let _ = leaf.remove();
-                return Err(fail(&format!("--memory-max: {e}")));
+                // A hybrid system: the memory controller may be v1's.
+                match MemoryV1::create(&name, bytes) {
+                    Ok(m) => memcg = Some(m),
+                    Err(v1) => {
+                        let _ = leaf.remove();
+                        return Err(fail(&format!("--memory-max: {e}; and on cgroup v1: {v1}")));
+                    }
+                }
             }
             sys::join_cgroup_before_exec(&mut cmd, fd);
-            Ok((cmd, Plan::Leaf(leaf)))
+            if let Some(m) = &memcg {
+                match m.procs_for_child() {
+                    Ok(fd) => sys::join_cgroup_before_exec(&mut cmd, fd),
+                    Err(e) => {
+                        let _ = (leaf.remove(), m.remove());
+                        return Err(fail(&format!("--memory-max: cannot open {}/cgroup.procs: {e}", m.dir.display())));
+                    }
+                }
+            }
+            Ok((cmd, Plan::Leaf(leaf), memcg))
         }
         Err(why) if args.memory_max.is_some() => {
             Err(fail(&format!("--memory-max needs a cgroup for the session, and {why}")))
@@ -239,7 +269,7 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan), ExitCode> {
                  leaves below it is still ended, but a process that makes itself a subreaper can \
                  escape, and memory cannot be limited."
             );
-            Ok((cmd, Plan::Subreaper))
+            Ok((cmd, Plan::Subreaper, None))
         }
     }
 }
@@ -260,15 +290,18 @@ fn systemd_leaf(host: Pid, wrapper: u32) -> Option<Leaf> {
     None
 }
 
-/// Removes the leaf once its last process is gone (a few tries: the kernel
-/// updates `populated` just after the last exit).
-fn remove_leaf(leaf: &Leaf, reap_zombies: &dyn Fn()) -> std::io::Result<()> {
+/// Removes a session's cgroup once its last process is gone (a few tries:
+/// the kernel updates `populated` just after the last exit).
+fn retry_removal(remove: &dyn Fn() -> std::io::Result<()>, reap_zombies: &dyn Fn()) -> std::io::Result<()> {
     let mut last = Ok(());
     for _ in 0..50 {
         reap_zombies();
-        last = leaf.remove();
-        if last.is_ok() {
-            return last;
+        last = remove();
+        match &last {
+            Ok(()) => return last,
+            // Swept already (the daemon's sweep of stale session cgroups).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(_) => {}
         }
         std::thread::sleep(Duration::from_millis(20));
     }

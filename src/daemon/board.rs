@@ -41,6 +41,8 @@ pub struct Shared {
     pub self_uid: u32,
     /// `reaperctl run` sessions the last scan saw.
     pub run_sessions: Vec<crate::report::status::RunSession>,
+    /// Hosts ending their session (kept current by the loop).
+    pub session_ends: Vec<crate::report::status::SessionEnding>,
     /// Memory pressure as last read.
     pub pressure: PressureStatus,
     /// The last scan's duplicate servers, with the uid of their host.
@@ -84,6 +86,7 @@ impl Shared {
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             filtered_for_uid: (!all).then_some(uid),
             run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
+            session_ends: self.session_ends.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             memory_pressure: Some(self.pressure.clone()),
             duplicates: self
                 .duplicates
@@ -116,7 +119,7 @@ impl Shared {
         self.scans.last_duration_ms = a.scan_duration.as_secs_f64() * 1000.0;
         self.scans.last_processes = snap.len();
         self.scans.last_at_unix = unix_now();
-        self.run_sessions = crate::session::status::sessions(a);
+        self.run_sessions = crate::session::status::sessions(a, &self.args.proc_root);
         self.trees = a
             .judgements
             .iter()

@@ -12,15 +12,27 @@ use crate::ctl::proto::ErrorKind;
 use crate::cycle::Assessment;
 use crate::ids::{Identity, Pid, StartTime};
 use crate::policy::GraceBook;
+use crate::report::status::SessionEnding;
 use crate::scan::ProcFs;
 
 /// How far up from the caller to look for the host.
 const MAX_DEPTH: usize = 64;
 
-/// Hosts ending their session, with the reason every waiver carries.
+/// Hosts ending their session.
 #[derive(Default)]
 pub struct Endings {
-    hosts: HashMap<Identity, String>,
+    hosts: HashMap<Identity, Ending>,
+}
+
+/// One host ending its session.
+struct Ending {
+    /// The reason every waiver carries.
+    why: String,
+    cmd: String,
+    since_unix: u64,
+    uid: Option<u32>,
+    /// Its trees as last judged (its children when it announced).
+    trees: usize,
 }
 
 /// The host a session-end request names, if the caller may speak for it:
@@ -71,8 +83,30 @@ impl Endings {
                 n += 1;
             }
         }
-        self.hosts.insert(host, why);
+        let uid = std::fs::metadata(procfs.root().join(host.pid.to_string())).map(|m| m.uid()).ok();
+        let since_unix = super::board::unix_now();
+        let cmd = procfs.process(host.pid).map(|p| crate::names::short_cmd(&p, 120)).unwrap_or_default();
+        self.hosts.insert(host, Ending { why, cmd, since_unix, uid, trees: n });
         n
+    }
+
+    /// The hosts, for the status.
+    pub fn status(&self) -> Vec<SessionEnding> {
+        let mut out: Vec<SessionEnding> = self
+            .hosts
+            .iter()
+            .map(|(h, e)| SessionEnding {
+                host_pid: h.pid.get(),
+                host_start_time: h.start_time.0,
+                host_cmd: e.cmd.clone(),
+                reason: e.why.clone(),
+                since_unix: e.since_unix,
+                trees: e.trees,
+                uid: e.uid,
+            })
+            .collect();
+        out.sort_by_key(|e| (e.since_unix, e.host_pid));
+        out
     }
 
     /// After a cycle: the trees of hosts still alive get their waiver;
@@ -82,10 +116,14 @@ impl Endings {
         let snap = &a.snapshot;
         let alive = |id: Identity| snap.get(id.pid).is_some_and(|p| p.id == id && !p.state.is_zombie());
         self.hosts.retain(|&h, _| alive(h));
+        for e in self.hosts.values_mut() {
+            e.trees = 0;
+        }
         for j in &a.judgements {
             let Some(h) = j.host.filter(|&h| h != j.root) else { continue };
-            if let Some(why) = self.hosts.get(&snap.procs[h].id) {
-                book.waive(snap.procs[j.root].id, why.clone());
+            if let Some(e) = self.hosts.get_mut(&snap.procs[h].id) {
+                book.waive(snap.procs[j.root].id, e.why.clone());
+                e.trees += 1;
             }
         }
         book.retain_waived(alive);

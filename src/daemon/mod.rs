@@ -98,6 +98,9 @@ struct OnceJson<'a> {
     summary: &'a CycleSummary,
     /// The memory pressure this run read.
     memory_pressure: report::status::PressureStatus,
+    /// Cgroups of `reaperctl run` wrappers killed before they could remove
+    /// them, empty, removed by this run (in a dry run: to be removed).
+    stale_cgroups_removed: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -156,6 +159,9 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         kind: Kind::Once,
         pressure: pressure.read_now(),
     };
+    // Before the cycle: a stale cgroup that still holds processes is left
+    // to the next run, once the cycle has judged (and maybe ended) them.
+    let swept = crate::session::stale::sweep_and_log(&procfs, mode == Mode::DryRun);
     let mut memory = Memory { book, known: HashMap::new() };
     let planned = cycle.plan(&mut memory, Read::Fresh);
     if let Some(Err(e)) = &planned.saved {
@@ -191,6 +197,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
             kept: &kept,
             summary: &summary,
             memory_pressure: pressure.status(),
+            stale_cgroups_removed: swept.removed.iter().map(|d| d.display().to_string()).collect(),
         };
         println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
     }

@@ -31,6 +31,10 @@ use crate::scan::ProcFs;
 use crate::scan::events::Connector;
 use crate::{exit, state, sys};
 
+/// How often the loop looks for cgroups of killed `reaperctl run` wrappers
+/// (a walk of the cgroup hierarchies: cheap, but not for every cycle).
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
 /// Requests from the control socket to the loop.
 pub enum LoopRequest {
     Reload(oneshot::Sender<ReloadResult>),
@@ -91,6 +95,8 @@ struct Daemon {
     state_path: PathBuf,
     /// Hosts ending their session on purpose.
     endings: super::endings::Endings,
+    /// When stale `reaperctl run` cgroups were last looked for.
+    swept: Option<Instant>,
     /// Failing writes are reported once, not every cycle.
     state_writes: report::log::Repeated,
     metrics_writes: report::log::Repeated,
@@ -166,6 +172,7 @@ impl Daemon {
             duplicates: Vec::new(),
             self_uid: rustix::process::getuid().as_raw(),
             run_sessions: Vec::new(),
+            session_ends: Vec::new(),
             pressure: pressure.status(),
         }));
         let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
@@ -181,6 +188,7 @@ impl Daemon {
             exits: ExitWatch::new(connector),
             births: Births::new(),
             endings: super::endings::Endings::default(),
+            swept: None,
             pressure,
             desktop: report::desktop::Desktop::new(),
             config,
@@ -358,6 +366,7 @@ impl Daemon {
                     reason.as_deref().map(|r| format!(" ({})", short(r))).unwrap_or_default()
                 );
                 let children = self.endings.add(&self.procfs, host, why, &mut self.memory.book);
+                self.shared.borrow_mut().session_ends = self.endings.status();
                 tracing::info!(
                     reaper_action = "session-end",
                     "host {name} ends its session{}: its trees are reaped without grace once it exits",
@@ -442,7 +451,14 @@ impl Daemon {
         let before = memory.clone();
         let state_file = self.state_path.clone();
         let pressure_file = self.pressure.file();
+        let sweep = self.swept.is_none_or(|t| t.elapsed() >= SWEEP_EVERY);
+        if sweep {
+            self.swept = Some(Instant::now());
+        }
         let res = tokio::task::spawn_blocking(move || {
+            if sweep {
+                crate::session::stale::sweep_and_log(&procfs, dry_run);
+            }
             let seen = pressure_file.map(|f| crate::scan::pressure::read(&f));
             let pressure = seen.as_ref().and_then(|r| r.as_ref().ok().copied());
             let cycle = Cycle {
@@ -491,6 +507,7 @@ impl Daemon {
         let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run);
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
+        self.shared.borrow_mut().session_ends = self.endings.status();
         self.schedule.judged(a.snapshot, &a.judgements, !done.outcomes.is_empty());
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();

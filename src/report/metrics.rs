@@ -125,6 +125,7 @@ mod tests {
             recent: vec![],
             filtered_for_uid: None,
             run_sessions: Vec::new(),
+            session_ends: Vec::new(),
             memory_pressure: Some(crate::report::status::PressureStatus {
                 watch: "trigger".into(),
                 some_avg10: Some(23.5),

@@ -215,6 +215,26 @@ pub struct Status {
     /// Server commands running more than once under one live host.
     #[serde(default)]
     pub duplicates: Vec<DuplicateServers>,
+    /// Hosts that announced the end of their session and still run.
+    #[serde(default)]
+    pub session_ends: Vec<SessionEnding>,
+}
+
+/// A host that announced the end of its session (`reaperctl session-end`
+/// from its hook) and still runs: its trees go without grace once it exits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionEnding {
+    pub host_pid: i32,
+    pub host_start_time: u64,
+    pub host_cmd: String,
+    /// The reason its trees are reaped with (and without grace).
+    pub reason: String,
+    /// When it announced it (unix seconds).
+    pub since_unix: u64,
+    /// Its trees as last judged (before that, its children when it announced).
+    pub trees: usize,
+    /// Owner of the host.
+    pub uid: Option<u32>,
 }
 
 /// A `reaperctl run` session as the last scan saw it.

@@ -98,6 +98,13 @@ pub fn render(s: &Status) -> String {
             );
         }
     }
+    if !s.session_ends.is_empty() {
+        let _ = writeln!(o, "hosts ending their session (their trees go without grace once they exit):");
+        for e in &s.session_ends {
+            // The reason names the host (and the hook's reason).
+            let _ = writeln!(o, "  pid {:>7}  {} tree(s)  {}", e.host_pid, e.trees, e.reason);
+        }
+    }
     if let Some(uid) = s.filtered_for_uid {
         let _ = writeln!(o, "(showing only trees of uid {uid})");
     }

@@ -159,14 +159,14 @@ impl Leaf {
 }
 
 /// Removes an empty cgroup and the empty cgroups below it, deepest first.
-fn remove_tree(d: &Path) -> io::Result<()> {
+pub(crate) fn remove_tree(d: &Path) -> io::Result<()> {
     for s in subdirs(d) {
         remove_tree(&s)?;
     }
     std::fs::remove_dir(d)
 }
 
-fn subdirs(d: &Path) -> Vec<PathBuf> {
+pub(crate) fn subdirs(d: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(d)
         .map(|rd| rd.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()).collect())
         .unwrap_or_default()

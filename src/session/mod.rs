@@ -9,6 +9,8 @@
 
 pub mod cgroup;
 pub mod leftovers;
+pub mod memcg_v1;
+pub mod stale;
 pub mod status;
 pub mod supervise;
 

@@ -1,16 +1,33 @@
 //! The run sessions a scan saw, for `reaperctl status`: each `reaperctl run`
-//! wrapper in scope, its host, its members and their memory.
+//! wrapper in scope, its host, its members and their memory. Everything is
+//! read from the `/proc` the scan read (`--proc-root`), the cgroup mounts
+//! from its `self/mountinfo`.
 
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use super::cgroup::{Hierarchy, v2_path};
 use crate::cycle::Assessment;
 use crate::report::status::RunSession;
 
+/// The cgroup hierarchies `proc_root`'s mountinfo shows: the unified one and
+/// the v1 memory one (a hybrid system).
+struct Mounts {
+    v2: Option<Hierarchy>,
+    memory_v1: Option<Hierarchy>,
+}
+
+impl Mounts {
+    fn read(proc_root: &Path) -> Mounts {
+        let text = std::fs::read_to_string(proc_root.join("self/mountinfo")).unwrap_or_default();
+        Mounts { v2: Hierarchy::from_mountinfo(&text), memory_v1: super::memcg_v1::hierarchy(&text) }
+    }
+}
+
 /// Every wrapper in the judged snapshot (below the scope, when there is one).
-pub fn sessions(a: &Assessment) -> Vec<RunSession> {
+pub fn sessions(a: &Assessment, proc_root: &Path) -> Vec<RunSession> {
     let (snap, forest) = (&a.snapshot, &a.forest);
-    let mut hierarchy: Option<Option<Hierarchy>> = None;
+    let mut mounts: Option<Mounts> = None;
     let mut out = Vec::new();
     for (i, p) in snap.procs.iter().enumerate() {
         if p.state.is_zombie() || !super::is_run_wrapper(&p.cmdline) {
@@ -30,14 +47,22 @@ pub fn sessions(a: &Assessment) -> Vec<RunSession> {
             .collect();
         let host = forest.children[i].iter().copied().find(|&c| !snap.procs[c].state.is_zombie());
         let wrapper = p.pid().get();
-        // The host's cgroup, when it is the session's own leaf.
-        let cgroup = host.and_then(|h| {
-            let text = std::fs::read_to_string(format!("/proc/{}/cgroup", snap.procs[h].pid())).ok()?;
-            v2_path(&text).filter(|path| super::session_of_cgroup(path) == Some(wrapper))
+        // The host's cgroups, when they are the session's own.
+        let ours = |path: &String| super::session_of_cgroup(path) == Some(wrapper);
+        let text = host
+            .and_then(|h| std::fs::read_to_string(proc_root.join(snap.procs[h].pid().to_string()).join("cgroup")).ok());
+        let text = text.as_deref().unwrap_or_default();
+        let cgroup = v2_path(text).filter(ours);
+        let memory_v1 = super::memcg_v1::memory_path(text).filter(ours);
+        let mounts = mounts.get_or_insert_with(|| Mounts::read(proc_root));
+        let v2_current = cgroup.as_deref().and_then(|path| {
+            let dir = mounts.v2.as_ref()?.dir_of(path)?;
+            std::fs::read_to_string(dir.join("memory.current")).ok()?.trim().parse::<u64>().ok()
         });
-        let current = cgroup.as_deref().and_then(|path| {
-            let h = hierarchy.get_or_insert_with(Hierarchy::find).as_ref()?;
-            std::fs::read_to_string(h.dir_of(path)?.join("memory.current")).ok()?.trim().parse::<u64>().ok()
+        // A hybrid system: the memory cgroup `--memory-max` made on v1.
+        let current = v2_current.or_else(|| {
+            let dir = mounts.memory_v1.as_ref()?.dir_of(memory_v1.as_deref()?)?;
+            super::memcg_v1::usage(&dir)
         });
         let (memory_bytes, memory_source) = match current {
             Some(b) => (b, "cgroup"),
@@ -51,7 +76,7 @@ pub fn sessions(a: &Assessment) -> Vec<RunSession> {
             members: members.len(),
             memory_bytes,
             memory_source: memory_source.to_string(),
-            uid: std::fs::metadata(format!("/proc/{wrapper}")).ok().map(|m| m.uid()),
+            uid: std::fs::metadata(proc_root.join(wrapper.to_string())).ok().map(|m| m.uid()),
         });
     }
     out
