@@ -334,6 +334,7 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     sb.assert_alive(&[host_b, client_b]);
     drop(sb);
     twins_are_left_alone(&e, &[&detached, &live]);
+    an_engine_named_by_docker_host_is_asked(&e);
     the_daemon_counts_containers(&e);
     a_frozen_engine_costs_the_container_not_the_client(&e);
 }
@@ -374,6 +375,26 @@ fn twins_are_left_alone(e: &Engine, others: &[&str]) {
         assert!(e.running(id), "container {id} was stopped though it could not be told apart");
         let _ = e.docker(&["rm", "-f", id]);
     }
+}
+
+/// A client whose `DOCKER_HOST` names the engine, with a config that names
+/// none (so only the client's environment leads to the test's engine): its
+/// container is stopped and removed.
+fn an_engine_named_by_docker_host_is_asked(e: &Engine) {
+    let sb = Sandbox::new(vec![host_with_client(e, "g", STUBBORN)]);
+    let host_g = sb.pid_of("claude g");
+    let client_g = sb.ready().iter().find(|r| r.ppid == host_g).map(|r| r.pid).unwrap();
+    let stubborn = e.container_running(STUBBORN);
+    sb.kill_host(host_g);
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    assert!(!text(&std::fs::read(&cfg).unwrap()).contains(&e.sock.display().to_string()));
+    let v = once(&sb, &cfg, &[]);
+    let o = only_outcome(&v);
+    let c = &o["containers"][0];
+    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
+    assert_eq!((c["ended"].as_str(), c["removed"].as_bool()), (Some("killed"), Some(true)), "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client_g)), "client {client_g} survived");
+    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
 }
 
 /// The daemon does what `--once` does, and counts the container in its
@@ -447,4 +468,37 @@ fn podman_run_servers_have_their_container_stopped() {
     assert_eq!(c["removed"], true, "{o:#}");
     assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
     assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+}
+
+/// Clients whose environment names an engine elsewhere (`DOCKER_HOST=tcp://`,
+/// podman's `CONTAINER_HOST=ssh://`): that engine is not asked, the reason
+/// says why, and the clients are reaped as ever. Stand-in clients (no
+/// engine needed): their argv and environment are all the reaper reads.
+#[test]
+fn clients_of_a_remote_engine_are_reaped_and_their_reason_says_why() {
+    let remote = |host: &str, engine: &str, var: &str, address: &str| {
+        Spec::new(&["claude", host])
+            .child(Spec::new(&[engine, "run", "-i", "--rm", "mcp/remote", "serve"]).env(var, address))
+    };
+    let sb = Sandbox::new(vec![
+        remote("r", "docker", "DOCKER_HOST", "tcp://127.0.0.1:9"),
+        remote("p", "podman", "CONTAINER_HOST", "ssh://me@127.0.0.1:9/run/podman/podman.sock"),
+    ]);
+    let (docker, podman) = (sb.pid_of("docker run"), sb.pid_of("podman run"));
+    sb.kill_host(sb.pid_of("claude r"));
+    sb.kill_host(sb.pid_of("claude p"));
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    let v = once(&sb, &cfg, &[]);
+    let outs = v["outcomes"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(outs.len(), 2, "{v:#}");
+    for (client, why) in [
+        (docker, "engine at tcp://127.0.0.1:9 (DOCKER_HOST) is not a local socket"),
+        (podman, "engine at ssh://me@127.0.0.1:9/run/podman/podman.sock (CONTAINER_HOST) is not a local socket"),
+    ] {
+        let o = outs.iter().find(|o| o["root"]["pid"] == client).unwrap_or_else(|| panic!("{v:#}"));
+        let reason = o["reason"].as_str().unwrap();
+        assert!(reason.contains(&format!("container of client {client} not stopped: {why}")), "{o:#}");
+        assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
+        assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    }
 }

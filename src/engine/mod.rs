@@ -18,11 +18,14 @@
 //! for the hyper crates in Cargo.toml saves only 25 KiB).
 //!
 //! Every call is capped (2 s; a stop waits for the engine's own timeout
-//! first). Sockets: the client's `-H unix://…` when it names one, else
+//! first). Sockets: the engine the client names (`-H unix://…` in its argv,
+//! else `DOCKER_HOST`/`CONTAINER_HOST` in its environment), else
 //! `[containers] engine_sockets` and the usual places. A reaper that is not
-//! root only talks to sockets its own user owns (rootless Docker or Podman).
+//! root only talks to sockets its own user owns (rootless Docker or Podman);
+//! a root reaper to sockets owned by root or by the client's user.
 
 mod api;
+mod environ;
 mod find;
 mod http;
 mod run_args;
@@ -33,6 +36,7 @@ use std::time::Duration;
 use hyper::Method;
 
 pub use api::{Inspect, rfc3339};
+pub use environ::{host_var, local_socket, read as environ_host};
 pub use find::{Client, Container, find};
 pub use http::{CALL_LIMIT, CallError, block_on};
 pub use run_args::{EngineKind, RunArgs, same_image};
@@ -137,7 +141,8 @@ fn is_ref(s: &str) -> bool {
 /// The sockets to ask about a client of `kind` run by `client_uid`: the one
 /// it names, or the configured ones then the usual places (for a root
 /// reaper also the client's user's rootless engine), each only if this
-/// reaper may use it. `Err` says why none may be asked.
+/// reaper may use it for that client ([`usable`]). `Err` says why none may
+/// be asked.
 pub fn sockets(
     kind: EngineKind,
     named: Option<PathBuf>,
@@ -145,13 +150,14 @@ pub fn sockets(
     client_uid: Option<u32>,
 ) -> Result<Vec<Engine>, String> {
     let euid = rustix::process::geteuid();
-    let owner = (!euid.is_root()).then(|| euid.as_raw());
-    let check = |p: &Path| usable(p, owner);
+    let owners: Vec<u32> =
+        if euid.is_root() { std::iter::once(0).chain(client_uid).collect() } else { vec![euid.as_raw()] };
+    let check = |p: &Path| usable(p, &owners);
     if let Some(p) = named {
         return check(&p).map(|()| vec![Engine::new(p)]);
     }
     let mut runtime: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).into_iter().collect();
-    if let Some(uid) = client_uid.filter(|&u| u != 0 && owner.is_none()) {
+    if let Some(uid) = client_uid.filter(|&u| u != 0 && euid.is_root()) {
         runtime.push(PathBuf::from(format!("/run/user/{uid}")));
     }
     let mut all: Vec<PathBuf> = configured.to_vec();
@@ -184,18 +190,19 @@ pub fn sockets(
     Ok(out)
 }
 
-/// A unix socket that exists and, for a reaper that is not root (`owner`
-/// its uid), belongs to that user.
-fn usable(p: &Path, owner: Option<u32>) -> Result<(), String> {
+/// A unix socket that exists and belongs to one of `owners`: for a reaper
+/// that is not root its own uid (rootless Docker or Podman of its user); for
+/// a root reaper root or the client's user (a client cannot lead it to
+/// another user's engine).
+fn usable(p: &Path, owners: &[u32]) -> Result<(), String> {
     use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
     let m = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
     if !m.file_type().is_socket() {
         return Err(format!("{} is no socket", p.display()));
     }
-    if let Some(uid) = owner
-        && m.uid() != uid
-    {
-        return Err(format!("{} belongs to uid {}, not to this reaper's user", p.display(), m.uid()));
+    if !owners.contains(&m.uid()) {
+        let who: Vec<String> = owners.iter().map(u32::to_string).collect();
+        return Err(format!("{} belongs to uid {}, not to uid {}", p.display(), m.uid(), who.join(" or ")));
     }
     Ok(())
 }
@@ -239,6 +246,17 @@ mod tests {
         assert!(e.contains("no podman engine socket") && e.contains("/nonexistent/x.sock"), "{e}");
         let e = sockets(EngineKind::Docker, Some("/etc/passwd".into()), &[], None).unwrap_err();
         assert!(e.contains("is no socket"), "{e}");
+    }
+
+    #[test]
+    fn a_socket_is_used_only_when_its_owner_may_be_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&p).unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        assert_eq!(usable(&p, &[0, me]), Ok(()));
+        let e = usable(&p, &[me + 1, me + 2]).unwrap_err();
+        assert!(e.ends_with(&format!("belongs to uid {me}, not to uid {} or {}", me + 1, me + 2)), "{e}");
     }
 
     #[test]
