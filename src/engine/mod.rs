@@ -100,6 +100,24 @@ impl Engine {
         self.json(&format!("/containers/{id}/json")).await
     }
 
+    /// The argv that created a container, from Podman's own API (which
+    /// needs a version in its path, and takes any): `None` from an engine
+    /// without it (Docker answers an error) or that no longer has the
+    /// container; empty for a container created through the API.
+    pub async fn create_command(&self, id: &str) -> Result<Option<Vec<String>>, EngineError> {
+        if !is_ref(id) {
+            return Err(self.err(format!("{id:?} is no container name or id")));
+        }
+        let path = format!("/v4.0.0/libpod/containers/{id}/json");
+        let r = self.call(Method::GET, &path, CALL_LIMIT).await?;
+        if !(200..300).contains(&r.status) {
+            return Ok(None);
+        }
+        let v: api::LibpodInspect =
+            serde_json::from_slice(&r.body).map_err(|e| self.err(format!("bad answer to {path}: {e}")))?;
+        Ok(Some(v.config.create_command.unwrap_or_default()))
+    }
+
     /// `POST /containers/{id}/stop?t=N`: the engine sends the container's
     /// stop signal, waits `t` seconds, then SIGKILL. Capped at `t` + 2 s.
     pub async fn stop(&self, id: &str, t: u64) -> Result<(), EngineError> {
