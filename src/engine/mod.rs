@@ -228,7 +228,12 @@ fn usable(p: &Path, owners: &[u32]) -> Result<(), String> {
 /// Memory the cgroup of `pid` (a container's init) holds: cgroup v2
 /// `memory.current`, else v1 `memory.usage_in_bytes`.
 pub fn cgroup_memory(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    cgroup_memory_in(Path::new("/proc"), Path::new("/sys/fs/cgroup"), pid)
+}
+
+/// [`cgroup_memory`] with `/proc` and `/sys/fs/cgroup` elsewhere (tests).
+fn cgroup_memory_in(proc: &Path, cgroup: &Path, pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(proc.join(pid.to_string()).join("cgroup")).ok()?;
     let read = |p: PathBuf| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok();
     let mut v1 = None;
     for line in text.lines() {
@@ -236,13 +241,15 @@ pub fn cgroup_memory(pid: u32) -> Option<u64> {
         let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
         let path = path.trim_start_matches('/');
         if controllers.is_empty() {
-            for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
-                if let Some(v) = read(Path::new(root).join(path).join("memory.current")) {
+            // v2 alone, or the hybrid layout's unified tree (where memory
+            // is usually a v1 controller, and this file is missing).
+            for root in [cgroup.join("unified"), cgroup.to_path_buf()] {
+                if let Some(v) = read(root.join(path).join("memory.current")) {
                     return Some(v);
                 }
             }
         } else if controllers.split(',').any(|c| c == "memory") {
-            v1 = read(Path::new("/sys/fs/cgroup/memory").join(path).join("memory.usage_in_bytes"));
+            v1 = read(cgroup.join("memory").join(path).join("memory.usage_in_bytes"));
         }
     }
     v1
@@ -275,6 +282,34 @@ mod tests {
         assert_eq!(usable(&p, &[0, me]), Ok(()));
         let e = usable(&p, &[me + 1, me + 2]).unwrap_err();
         assert!(e.ends_with(&format!("belongs to uid {me}, not to uid {} or {}", me + 1, me + 2)), "{e}");
+    }
+
+    #[test]
+    fn cgroup_memory_of_v2_v1_and_hybrid_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, cg) = (dir.path().join("proc"), dir.path().join("cgroup"));
+        let put = |p: PathBuf, text: &str| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let scope = "system.slice/docker-abc.scope";
+        // v2: one line, memory.current under the one tree.
+        put(proc.join("10/cgroup"), &format!("0::/{scope}\n"));
+        put(cg.join(scope).join("memory.current"), "4096\n");
+        // v1: memory.usage_in_bytes under the memory controller's tree.
+        put(proc.join("11/cgroup"), "12:pids:/docker/v1\n4:cpu,cpuacct:/docker/v1\n3:memory:/docker/v1\n");
+        put(cg.join("memory/docker/v1/memory.usage_in_bytes"), "8192\n");
+        // Hybrid: the unified tree has no memory.current; v1's counts.
+        put(proc.join("12/cgroup"), "3:memory:/docker/hy\n0::/docker/hy\n");
+        put(cg.join("memory/docker/hy/memory.usage_in_bytes"), "16384\n");
+        std::fs::create_dir_all(cg.join("unified/docker/hy")).unwrap();
+        // Gone, or no memory accounting at all.
+        put(proc.join("13/cgroup"), "4:cpu:/docker/none\n");
+        assert_eq!(cgroup_memory_in(&proc, &cg, 10), Some(4096));
+        assert_eq!(cgroup_memory_in(&proc, &cg, 11), Some(8192));
+        assert_eq!(cgroup_memory_in(&proc, &cg, 12), Some(16384));
+        assert_eq!(cgroup_memory_in(&proc, &cg, 13), None);
+        assert_eq!(cgroup_memory_in(&proc, &cg, 14), None);
     }
 
     #[test]
