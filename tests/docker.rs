@@ -464,6 +464,8 @@ fn the_daemon_counts_containers(e: &Engine) {
     assert!(ev["line"].as_str().unwrap().contains("killed and removed"), "{ev:#}");
     let metrics = text(&d.ctl(&["metrics"]).stdout);
     assert!(metrics.contains("mcp_reaper_containers_stopped_total 1"), "{metrics}");
+    let bytes = metrics.lines().find_map(|l| l.strip_prefix("mcp_reaper_container_reclaimed_bytes_total "));
+    assert!(bytes.and_then(|b| b.parse::<u64>().ok()).is_some_and(|b| b > 0), "{metrics}");
     assert!(e.inspect(&daemon_stubborn).is_none(), "container {daemon_stubborn} still exists");
     assert!(!alive(client_f));
 }

@@ -158,9 +158,9 @@ async fn by_reference(client: &Client, e: &Engine, how: &'static str) -> Result<
             Some(cwd) if file.is_relative() => cwd.join(file),
             _ => file.clone(),
         };
-        match std::fs::read_to_string(&path) {
-            Ok(id) => id.trim().to_string(),
-            Err(_) => return Ok(Vec::new()),
+        match read_cidfile(&path) {
+            Some(id) => id,
+            None => return Ok(Vec::new()),
         }
     };
     let Some(c) = e.inspect(&reference).await? else { return Ok(Vec::new()) };
@@ -168,6 +168,25 @@ async fn by_reference(client: &Client, e: &Engine, how: &'static str) -> Result<
     // happens to hold the name now.
     let fresh = c.created_at().is_some_and(|t| t + WINDOW >= client.started);
     Ok(if c.state.running && fresh { vec![Container::of(&c, e, client, how)] } else { Vec::new() })
+}
+
+/// The container id a `--cidfile` holds: 64 hex digits (what Docker and
+/// Podman write). The path is the client's to choose and the reaper may be
+/// root: only a regular file is read (a FIFO would block, `/dev/zero` never
+/// end), at most 128 bytes, and nothing but an id comes out of it (no other
+/// content reaches a request, a log line or a reason).
+fn read_cidfile(path: &std::path::Path) -> Option<String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read as _;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let f = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty()).ok()?);
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(128).read_to_string(&mut text).ok()?;
+    let id = text.trim();
+    (id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_string())
 }
 
 async fn by_match(client: &Client, e: &Engine) -> Result<Vec<Container>, super::EngineError> {
@@ -331,5 +350,41 @@ mod tests {
         let found =
             block_on(find(&client(&["podman", "run", "-i", "mcp/x", "serve"]), std::slice::from_ref(&e))).unwrap();
         assert_eq!(found.id, "pi");
+    }
+
+    #[test]
+    fn a_cidfile_is_read_from_the_clients_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        const ID: &str = "5e0c1d6f0b4c4a8f9e2d7c6b5a4938271605f4e3d2c1b0a99887766554433221";
+        let e = fake_engine(dir.path(), vec![container(ID, "2026-11-23T02:10:14.900Z", r#"["x"]"#, true)]);
+        let engines = std::slice::from_ref(&e);
+        let mut c = client(&["docker", "run", "-i", "--cidfile", "run/c.id", "mcp/x"]);
+        c.cwd = Some(dir.path().to_path_buf());
+        // Not written yet (or gone): nothing is found, nothing guessed.
+        let why = block_on(find(&c, engines)).unwrap_err();
+        assert!(why.contains("by its --cidfile"), "{why}");
+        std::fs::create_dir(dir.path().join("run")).unwrap();
+        std::fs::write(dir.path().join("run/c.id"), format!("{ID}\n")).unwrap();
+        let found = block_on(find(&c, engines)).unwrap();
+        assert_eq!((found.id.as_str(), found.found_by), (ID, "cidfile"));
+        // What is no container id is not read on, not asked about, not told.
+        for secret in ["root:$y$j9T$secret:19000:0:99999:7:::\n", "srv", &format!("{ID}x")] {
+            std::fs::write(dir.path().join("run/c.id"), secret).unwrap();
+            let why = block_on(find(&c, engines)).unwrap_err();
+            assert!(why.contains("by its --cidfile") && !why.contains("secret"), "{why}");
+        }
+        // A FIFO would block, /dev/zero never end: neither is read.
+        std::fs::remove_file(dir.path().join("run/c.id")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("run/c.id"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        assert!(block_on(find(&c, engines)).unwrap_err().contains("by its --cidfile"));
+        c.run.cidfile = Some("/dev/zero".into());
+        assert!(block_on(find(&c, engines)).unwrap_err().contains("by its --cidfile"));
     }
 }
