@@ -354,8 +354,8 @@ mod tests {
 
     #[test]
     fn a_cidfile_is_read_from_the_clients_directory() {
-        let dir = tempfile::tempdir().unwrap();
         const ID: &str = "5e0c1d6f0b4c4a8f9e2d7c6b5a4938271605f4e3d2c1b0a99887766554433221";
+        let dir = tempfile::tempdir().unwrap();
         let e = fake_engine(dir.path(), vec![container(ID, "2026-11-23T02:10:14.900Z", r#"["x"]"#, true)]);
         let engines = std::slice::from_ref(&e);
         let mut c = client(&["docker", "run", "-i", "--cidfile", "run/c.id", "mcp/x"]);
