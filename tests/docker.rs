@@ -3,7 +3,8 @@
 //! in a temp dir; no iptables, no bridge; containers run with `--network
 //! none`) and an image imported from a busybox rootfs (no registry needed).
 //! Podman likewise where it is installed: a `podman system service` of the
-//! test's own (its storage and socket in a temp dir), clients `podman --url`.
+//! test's own (its storage and socket in a temp dir), clients `podman --url`
+//! and the docker CLI with `DOCKER_HOST` at Podman's socket.
 //!
 //! Safety: the docker clients are real programs below a sandbox scope (a
 //! host stand-in's children, stdin a pipe as a host gives it); every reaper
@@ -531,6 +532,37 @@ fn podman_run_servers_have_their_container_stopped() {
     assert!(o["reason"].as_str().unwrap().contains(&why), "{o:#}");
     assert!(e.running("t14-pd"), "the detached container was touched");
     assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    drop(sb);
+    let _ = e.docker(&["rm", "-f", "-t", "0", "t14-pd"]);
+    docker_clients_of_podman_are_served_too(&e);
+}
+
+/// The docker CLI talking to Podman's compatible socket through
+/// `DOCKER_HOST` (the config names no socket): its container, created
+/// through the API (no run argv kept, no attach flags shown), is stopped.
+fn docker_clients_of_podman_are_served_too(e: &Engine) {
+    let test = "docker_clients_of_podman_are_served_too";
+    let Some(docker) = find_tool("docker") else {
+        return skip(test, "docker (the client) is not installed");
+    };
+    let mut argv = vec![docker.to_str().unwrap(), "run", "-i", "--rm", "--network", "none"];
+    argv.extend_from_slice(e.run_flags());
+    argv.push(IMAGE);
+    argv.extend_from_slice(STUBBORN);
+    let sb =
+        Sandbox::new(vec![Spec::new(&["claude", "c"]).child(Spec::new(&argv).real().env("DOCKER_HOST", &e.host()))]);
+    let host = sb.pid_of("claude c");
+    let client = sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
+    let stubborn = e.container_running(STUBBORN);
+    sb.kill_host(host);
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    let v = once(&sb, &cfg, &[]);
+    let o = only_outcome(&v);
+    let c = &o["containers"][0];
+    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
+    assert_eq!(c["ended"], "killed", "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
 }
 
 /// Clients whose environment names an engine elsewhere (`DOCKER_HOST=tcp://`,
