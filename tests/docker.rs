@@ -3,7 +3,8 @@
 //! in a temp dir; no iptables, no bridge; containers run with `--network
 //! none`) and an image imported from a busybox rootfs (no registry needed).
 //! Podman likewise where it is installed: a `podman system service` of the
-//! test's own (its storage and socket in a temp dir), clients `podman --url`.
+//! test's own (its storage and socket in a temp dir), clients `podman --url`
+//! and the docker CLI with `DOCKER_HOST` at Podman's socket.
 //!
 //! Safety: the docker clients are real programs below a sandbox scope (a
 //! host stand-in's children, stdin a pipe as a host gives it); every reaper
@@ -334,6 +335,8 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     sb.assert_alive(&[host_b, client_b]);
     drop(sb);
     twins_are_left_alone(&e, &[&detached, &live]);
+    an_engine_named_by_docker_host_is_asked(&e);
+    named_containers_by_the_engines_view(&e);
     the_daemon_counts_containers(&e);
     a_frozen_engine_costs_the_container_not_the_client(&e);
 }
@@ -376,6 +379,68 @@ fn twins_are_left_alone(e: &Engine, others: &[&str]) {
     }
 }
 
+/// A client whose `DOCKER_HOST` names the engine, with a config that names
+/// none (so only the client's environment leads to the test's engine): its
+/// container is stopped and removed.
+fn an_engine_named_by_docker_host_is_asked(e: &Engine) {
+    let sb = Sandbox::new(vec![host_with_client(e, "g", STUBBORN)]);
+    let host_g = sb.pid_of("claude g");
+    let client_g = sb.ready().iter().find(|r| r.ppid == host_g).map(|r| r.pid).unwrap();
+    let stubborn = e.container_running(STUBBORN);
+    sb.kill_host(host_g);
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    assert!(!text(&std::fs::read(&cfg).unwrap()).contains(&e.sock.display().to_string()));
+    let v = once(&sb, &cfg, &[]);
+    let o = only_outcome(&v);
+    let c = &o["containers"][0];
+    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
+    assert_eq!((c["ended"].as_str(), c["removed"].as_bool()), (Some("killed"), Some(true)), "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client_g)), "client {client_g} survived");
+    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+}
+
+/// Stand-in `docker run -i --rm --name N` clients whose containers the test
+/// makes itself just after them: one with `run -di` (the engine says it runs
+/// detached: left running, whatever the client's argv says), one with
+/// `create -i` + `start` (attached by the engine's view; the engine does not
+/// remove it itself, so the reaper does, the client having asked for --rm).
+fn named_containers_by_the_engines_view(e: &Engine) {
+    let named = |host: &str, name: &str| {
+        Spec::new(&["claude", host]).child(Spec::new(&["docker", "run", "-i", "--rm", "--name", name, IMAGE, "sh"]))
+    };
+    let sb = Sandbox::new(vec![named("h", "t14-detached"), named("i", "t14-created")]);
+    let detached_client = sb.pid_of("docker run -i --rm --name t14-detached");
+    let created_client = sb.pid_of("docker run -i --rm --name t14-created");
+    let run = |args: &[&str]| {
+        let out = e.docker(args);
+        assert!(out.status.success(), "docker {args:?}: {}", text(&out.stderr));
+    };
+    let rest: Vec<&str> = [&["--network", "none"], e.run_flags(), &[IMAGE], STUBBORN].concat();
+    run(&[&["run", "-di", "--name", "t14-detached"][..], &rest].concat());
+    run(&[&["create", "-i", "--name", "t14-created"][..], &rest].concat());
+    run(&["start", "t14-created"]);
+    assert!(e.running("t14-detached") && e.running("t14-created"));
+    sb.kill_host(sb.pid_of("claude h"));
+    sb.kill_host(sb.pid_of("claude i"));
+    let v = once(&sb, &config(&sb, e), &[]);
+    let outs = v["outcomes"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+    let of = |client: i32| outs.iter().find(|o| o["root"]["pid"] == client).unwrap_or_else(|| panic!("{v:#}"));
+    let o = of(detached_client);
+    let why = "container of client {c} not stopped: the engine says t14-detached was started detached (-d)";
+    assert!(o["reason"].as_str().unwrap().contains(&why.replace("{c}", &s(detached_client))), "{o:#}");
+    assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
+    assert!(e.running("t14-detached"), "the detached container was touched");
+    let o = of(created_client);
+    let c = &o["containers"][0];
+    assert_eq!((c["name"].as_str(), c["ended"].as_str()), (Some("t14-created"), Some("killed")), "{o:#}");
+    assert_eq!(c["removed"], true, "{o:#}");
+    assert!(e.inspect("t14-created").is_none(), "t14-created was not removed");
+    for client in [detached_client, created_client] {
+        assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    }
+    let _ = e.docker(&["rm", "-f", "t14-detached"]);
+}
+
 /// The daemon does what `--once` does, and counts the container in its
 /// totals, recent events and metrics.
 fn the_daemon_counts_containers(e: &Engine) {
@@ -400,6 +465,8 @@ fn the_daemon_counts_containers(e: &Engine) {
     assert!(ev["line"].as_str().unwrap().contains("killed and removed"), "{ev:#}");
     let metrics = text(&d.ctl(&["metrics"]).stdout);
     assert!(metrics.contains("mcp_reaper_containers_stopped_total 1"), "{metrics}");
+    let bytes = metrics.lines().find_map(|l| l.strip_prefix("mcp_reaper_container_reclaimed_bytes_total "));
+    assert!(bytes.and_then(|b| b.parse::<u64>().ok()).is_some_and(|b| b > 0), "{metrics}");
     assert!(e.inspect(&daemon_stubborn).is_none(), "container {daemon_stubborn} still exists");
     assert!(!alive(client_f));
 }
@@ -447,4 +514,86 @@ fn podman_run_servers_have_their_container_stopped() {
     assert_eq!(c["removed"], true, "{o:#}");
     assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
     assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+
+    // Podman's compatible API shows no attach flags: its own API's record of
+    // the `run -di` that made the container says it is detached.
+    let sb = Sandbox::new(vec![
+        Spec::new(&["claude", "b"]).child(Spec::new(&["podman", "run", "-i", "--name", "t14-pd", IMAGE, "sh"])),
+    ]);
+    let client = sb.pid_of("podman run -i --name t14-pd");
+    let out = e.docker(
+        &[&["run", "-di", "--name", "t14-pd", "--network", "none"], e.run_flags(), &[IMAGE], STUBBORN].concat(),
+    );
+    assert!(out.status.success(), "podman run -di: {}", text(&out.stderr));
+    sb.kill_host(sb.pid_of("claude b"));
+    let v = once(&sb, &config(&sb, &e), &[]);
+    let o = only_outcome(&v);
+    let why = format!("container of client {client} not stopped: the engine says t14-pd was started detached (-d)");
+    assert!(o["reason"].as_str().unwrap().contains(&why), "{o:#}");
+    assert!(e.running("t14-pd"), "the detached container was touched");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    drop(sb);
+    let _ = e.docker(&["rm", "-f", "-t", "0", "t14-pd"]);
+    docker_clients_of_podman_are_served_too(&e);
+}
+
+/// The docker CLI talking to Podman's compatible socket through
+/// `DOCKER_HOST` (the config names no socket): its container, created
+/// through the API (no run argv kept, no attach flags shown), is stopped.
+fn docker_clients_of_podman_are_served_too(e: &Engine) {
+    let test = "docker_clients_of_podman_are_served_too";
+    let Some(docker) = find_tool("docker") else {
+        return skip(test, "docker (the client) is not installed");
+    };
+    let mut argv = vec![docker.to_str().unwrap(), "run", "-i", "--rm", "--network", "none"];
+    argv.extend_from_slice(e.run_flags());
+    argv.push(IMAGE);
+    argv.extend_from_slice(STUBBORN);
+    let sb =
+        Sandbox::new(vec![Spec::new(&["claude", "c"]).child(Spec::new(&argv).real().env("DOCKER_HOST", &e.host()))]);
+    let host = sb.pid_of("claude c");
+    let client = sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
+    let stubborn = e.container_running(STUBBORN);
+    sb.kill_host(host);
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    let v = once(&sb, &cfg, &[]);
+    let o = only_outcome(&v);
+    let c = &o["containers"][0];
+    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
+    assert_eq!(c["ended"], "killed", "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+}
+
+/// Clients whose environment names an engine elsewhere (`DOCKER_HOST=tcp://`,
+/// podman's `CONTAINER_HOST=ssh://`): that engine is not asked, the reason
+/// says why, and the clients are reaped as ever. Stand-in clients (no
+/// engine needed): their argv and environment are all the reaper reads.
+#[test]
+fn clients_of_a_remote_engine_are_reaped_and_their_reason_says_why() {
+    let remote = |host: &str, engine: &str, var: &str, address: &str| {
+        Spec::new(&["claude", host])
+            .child(Spec::new(&[engine, "run", "-i", "--rm", "mcp/remote", "serve"]).env(var, address))
+    };
+    let sb = Sandbox::new(vec![
+        remote("r", "docker", "DOCKER_HOST", "tcp://127.0.0.1:9"),
+        remote("p", "podman", "CONTAINER_HOST", "ssh://me@127.0.0.1:9/run/podman/podman.sock"),
+    ]);
+    let (docker, podman) = (sb.pid_of("docker run"), sb.pid_of("podman run"));
+    sb.kill_host(sb.pid_of("claude r"));
+    sb.kill_host(sb.pid_of("claude p"));
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    let v = once(&sb, &cfg, &[]);
+    let outs = v["outcomes"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(outs.len(), 2, "{v:#}");
+    for (client, why) in [
+        (docker, "engine at tcp://127.0.0.1:9 (DOCKER_HOST) is not a local socket"),
+        (podman, "engine at ssh://me@127.0.0.1:9/run/podman/podman.sock (CONTAINER_HOST) is not a local socket"),
+    ] {
+        let o = outs.iter().find(|o| o["root"]["pid"] == client).unwrap_or_else(|| panic!("{v:#}"));
+        let reason = o["reason"].as_str().unwrap();
+        assert!(reason.contains(&format!("container of client {client} not stopped: {why}")), "{o:#}");
+        assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
+        assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    }
 }

@@ -28,8 +28,8 @@ pub fn attach(orders: &mut [Order], snap: &Snapshot, procfs: &ProcFs, cfg: &Conf
             let cwd = std::fs::read_link(procfs.root().join(format!("{}/cwd", id.pid))).ok();
             let kind = run.engine.unwrap_or(engine::EngineKind::Docker);
             let uid = p.uid().map(|u| u.0);
-            let engines =
-                run.unix_socket().and_then(|named| engine::sockets(kind, named, &cfg.containers.engine_sockets, uid));
+            let engines = named_engine(procfs, *id, &run, kind)
+                .and_then(|named| engine::sockets(kind, named, &cfg.containers.engine_sockets, uid));
             asks.push((i, Client { pid: id.pid.get(), started, run, cwd }, engines));
         }
     }
@@ -87,6 +87,28 @@ pub fn plans_for_scan(a: &super::Assessment, procfs: &ProcFs, cfg: &Config) -> V
     }
     attach(&mut orders, snap, procfs, cfg);
     at.into_iter().zip(orders).filter(|(_, o)| !o.containers.is_empty()).map(|(i, o)| (i, o.containers)).collect()
+}
+
+/// The socket of the engine the client names: `-H`/`--url` in its argv,
+/// else its environment's `DOCKER_HOST` (docker) or `CONTAINER_HOST`
+/// (podman); `Err` when that engine is not on a local socket.
+fn named_engine(
+    procfs: &ProcFs,
+    id: Identity,
+    run: &RunArgs,
+    kind: engine::EngineKind,
+) -> Result<Option<std::path::PathBuf>, String> {
+    let (address, from) = match &run.host {
+        Some(h) => (h.clone(), "its argv"),
+        None => match engine::environ_host(&procfs.root().join(id.pid.to_string()), kind) {
+            Some(h) => (h, engine::host_var(kind)),
+            None => return Ok(None),
+        },
+    };
+    // The reason reads "container of client N not stopped: engine at tcp://… (DOCKER_HOST) is not a local socket".
+    engine::local_socket(&address)
+        .map(Some)
+        .ok_or_else(|| format!("engine at {address} ({from}) is not a local socket"))
 }
 
 /// The client's argv as the kernel holds it (NUL-separated), if the pid is

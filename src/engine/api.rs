@@ -34,6 +34,7 @@ pub struct Inspect {
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase")]
+#[allow(clippy::struct_excessive_bools)] // the engine's own flags
 pub struct Config {
     #[serde(default)]
     pub image: String,
@@ -41,6 +42,35 @@ pub struct Config {
     pub cmd: Option<Vec<String>>,
     #[serde(default)]
     pub open_stdin: bool,
+    /// Docker sets these for a `run` that attaches (no `-d`); Podman's
+    /// compatible API answers false for every container.
+    #[serde(default)]
+    pub attach_stdin: bool,
+    #[serde(default)]
+    pub attach_stdout: bool,
+    #[serde(default)]
+    pub attach_stderr: bool,
+}
+
+impl Config {
+    pub fn attached(&self) -> bool {
+        self.attach_stdin || self.attach_stdout || self.attach_stderr
+    }
+}
+
+/// `GET /libpod/containers/{id}/json` (Podman only): the argv that created it.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct LibpodInspect {
+    #[serde(default)]
+    pub config: LibpodConfig,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct LibpodConfig {
+    #[serde(default)]
+    pub create_command: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

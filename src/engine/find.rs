@@ -44,6 +44,9 @@ pub struct Container {
     pub auto_remove: bool,
     /// How it was tied to the client: `name`, `cidfile` or `match`.
     pub found_by: &'static str,
+    /// Docker's attach flags: set unless it was run detached.
+    #[serde(skip)]
+    pub attached: bool,
 }
 
 impl Container {
@@ -61,6 +64,7 @@ impl Container {
             rm: client.run.rm,
             auto_remove: c.host_config.auto_remove,
             found_by,
+            attached: c.config.attached(),
         }
     }
 }
@@ -88,6 +92,7 @@ pub async fn find(client: &Client, engines: &[Engine]) -> Result<Container, Stri
         None
     };
     let mut found: Vec<Container> = Vec::new();
+    let mut detached: Vec<String> = Vec::new();
     let mut errors = Vec::new();
     for e in engines {
         let got = match certain {
@@ -95,13 +100,26 @@ pub async fn find(client: &Client, engines: &[Engine]) -> Result<Container, Stri
             None => by_match(client, e).await,
         };
         match got {
-            Ok(mut v) => found.append(&mut v),
+            Ok(v) => {
+                for c in v {
+                    // The engine's own view: whatever the client's argv says,
+                    // a container started detached is nobody's stdio server.
+                    match started_detached(e, &c).await {
+                        Ok(false) => found.push(c),
+                        Ok(true) => detached.push(c.name),
+                        Err(err) => errors.push(err.to_string()),
+                    }
+                }
+            }
             Err(err) => errors.push(err.to_string()),
         }
     }
     match found.len() {
         1 => Ok(found.remove(0)),
         0 if !errors.is_empty() => Err(errors.join("; ")),
+        0 if !detached.is_empty() => {
+            Err(format!("the engine says {} was started detached (-d): not stopped", detached.join(", ")))
+        }
         0 => {
             let how = certain.map_or("started within 2 s of the client, same image and command, stdin open", |h| {
                 if h == "name" { "by its --name" } else { "by its --cidfile" }
@@ -116,6 +134,21 @@ pub async fn find(client: &Client, engines: &[Engine]) -> Result<Container, Stri
     }
 }
 
+/// Whether the engine says `c` was started detached: Docker by its attach
+/// flags (all false for `run -d`); Podman, whose compatible API answers
+/// those false for every container, by the `run` argv it keeps. A Podman
+/// container created through the API (no argv kept) is not known to be
+/// detached: the client's own argv, checked first, decides.
+async fn started_detached(e: &Engine, c: &Container) -> Result<bool, super::EngineError> {
+    if c.attached {
+        return Ok(false);
+    }
+    Ok(match e.create_command(&c.id).await? {
+        None => true,
+        Some(argv) => RunArgs::parse(&argv).is_some_and(|r| r.detach),
+    })
+}
+
 async fn by_reference(client: &Client, e: &Engine, how: &'static str) -> Result<Vec<Container>, super::EngineError> {
     let reference = if let Some(n) = &client.run.name {
         n.clone()
@@ -125,9 +158,9 @@ async fn by_reference(client: &Client, e: &Engine, how: &'static str) -> Result<
             Some(cwd) if file.is_relative() => cwd.join(file),
             _ => file.clone(),
         };
-        match std::fs::read_to_string(&path) {
-            Ok(id) => id.trim().to_string(),
-            Err(_) => return Ok(Vec::new()),
+        match read_cidfile(&path) {
+            Some(id) => id,
+            None => return Ok(Vec::new()),
         }
     };
     let Some(c) = e.inspect(&reference).await? else { return Ok(Vec::new()) };
@@ -135,6 +168,25 @@ async fn by_reference(client: &Client, e: &Engine, how: &'static str) -> Result<
     // happens to hold the name now.
     let fresh = c.created_at().is_some_and(|t| t + WINDOW >= client.started);
     Ok(if c.state.running && fresh { vec![Container::of(&c, e, client, how)] } else { Vec::new() })
+}
+
+/// The container id a `--cidfile` holds: 64 hex digits (what Docker and
+/// Podman write). The path is the client's to choose and the reaper may be
+/// root: only a regular file is read (a FIFO would block, `/dev/zero` never
+/// end), at most 128 bytes, and nothing but an id comes out of it (no other
+/// content reaches a request, a log line or a reason).
+fn read_cidfile(path: &std::path::Path) -> Option<String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read as _;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let f = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty()).ok()?);
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(128).read_to_string(&mut text).ok()?;
+    let id = text.trim();
+    (id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_string())
 }
 
 async fn by_match(client: &Client, e: &Engine) -> Result<Vec<Container>, super::EngineError> {
@@ -191,10 +243,21 @@ mod tests {
         (
             format!("/containers/{id}/json"),
             format!(
-                r#"{{"Id":"{id}","Name":"/n-{id}","Created":"{created}","Config":{{"Image":"mcp/x","Cmd":{cmd},"OpenStdin":{open_stdin}}},
+                r#"{{"Id":"{id}","Name":"/n-{id}","Created":"{created}","Config":{{"Image":"mcp/x","Cmd":{cmd},"OpenStdin":{open_stdin},"AttachStdout":true}},
                    "State":{{"Running":true,"Pid":0}},"HostConfig":{{"AutoRemove":true}}}}"#
             ),
         )
+    }
+
+    /// [`container`] as Podman's compatible API shows it (no attach flags),
+    /// with the `run` argv its own API keeps.
+    fn podman_container(id: &str, created: &str, run: &str) -> Vec<(String, String)> {
+        let (path, body) = container(id, created, r#"["serve"]"#, true);
+        let create = format!(r#"{{"Config":{{"CreateCommand":{run}}}}}"#);
+        vec![
+            (path, body.replace(r#","AttachStdout":true"#, "")),
+            (format!("/v4.0.0/libpod/containers/{id}/json"), create),
+        ]
     }
 
     fn client(argv: &[&str]) -> Client {
@@ -262,5 +325,66 @@ mod tests {
         assert_eq!((found.id.as_str(), found.found_by), ("srv", "name"));
         let why = block_on(find(&client(&["docker", "run", "-i", "--name=old", "mcp/x"]), engines)).unwrap_err();
         assert!(why.contains("by its --name"), "{why}");
+    }
+
+    #[test]
+    fn a_container_the_engine_says_was_started_detached_is_not_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        // Docker: no attach flags, and no Podman API (404).
+        let (path, body) = container("dd", "2026-11-23T02:10:13.300Z", r#"["serve"]"#, true);
+        let mut answers = vec![listing(&["dd"]), (path, body.replace(r#","AttachStdout":true"#, ""))];
+        let e = fake_engine(dir.path(), answers.clone());
+        let engines = std::slice::from_ref(&e);
+        let c = client(&["docker", "run", "-i", "mcp/x", "serve"]);
+        let why = block_on(find(&c, engines)).unwrap_err();
+        assert_eq!(why, "the engine says n-dd was started detached (-d): not stopped");
+        let why = block_on(find(&client(&["docker", "run", "-i", "--name", "dd", "mcp/x"]), engines)).unwrap_err();
+        assert!(why.contains("n-dd was started detached"), "{why}");
+
+        // Podman: its own API keeps the run argv; the attached one is found.
+        let dir = tempfile::tempdir().unwrap();
+        answers = vec![listing(&["pd", "pi"])];
+        answers.extend(podman_container("pd", "2026-11-23T02:10:13.300Z", r#"["podman","run","-di","mcp/x","serve"]"#));
+        answers.extend(podman_container("pi", "2026-11-23T02:10:13.400Z", r#"["podman","run","-i","mcp/x","serve"]"#));
+        let e = fake_engine(dir.path(), answers);
+        let found =
+            block_on(find(&client(&["podman", "run", "-i", "mcp/x", "serve"]), std::slice::from_ref(&e))).unwrap();
+        assert_eq!(found.id, "pi");
+    }
+
+    #[test]
+    fn a_cidfile_is_read_from_the_clients_directory() {
+        const ID: &str = "5e0c1d6f0b4c4a8f9e2d7c6b5a4938271605f4e3d2c1b0a99887766554433221";
+        let dir = tempfile::tempdir().unwrap();
+        let e = fake_engine(dir.path(), vec![container(ID, "2026-11-23T02:10:14.900Z", r#"["x"]"#, true)]);
+        let engines = std::slice::from_ref(&e);
+        let mut c = client(&["docker", "run", "-i", "--cidfile", "run/c.id", "mcp/x"]);
+        c.cwd = Some(dir.path().to_path_buf());
+        // Not written yet (or gone): nothing is found, nothing guessed.
+        let why = block_on(find(&c, engines)).unwrap_err();
+        assert!(why.contains("by its --cidfile"), "{why}");
+        std::fs::create_dir(dir.path().join("run")).unwrap();
+        std::fs::write(dir.path().join("run/c.id"), format!("{ID}\n")).unwrap();
+        let found = block_on(find(&c, engines)).unwrap();
+        assert_eq!((found.id.as_str(), found.found_by), (ID, "cidfile"));
+        // What is no container id is not read on, not asked about, not told.
+        for secret in ["root:$y$j9T$secret:19000:0:99999:7:::\n", "srv", &format!("{ID}x")] {
+            std::fs::write(dir.path().join("run/c.id"), secret).unwrap();
+            let why = block_on(find(&c, engines)).unwrap_err();
+            assert!(why.contains("by its --cidfile") && !why.contains("secret"), "{why}");
+        }
+        // A FIFO would block, /dev/zero never end: neither is read.
+        std::fs::remove_file(dir.path().join("run/c.id")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("run/c.id"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        assert!(block_on(find(&c, engines)).unwrap_err().contains("by its --cidfile"));
+        c.run.cidfile = Some("/dev/zero".into());
+        assert!(block_on(find(&c, engines)).unwrap_err().contains("by its --cidfile"));
     }
 }

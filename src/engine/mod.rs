@@ -18,11 +18,14 @@
 //! for the hyper crates in Cargo.toml saves only 25 KiB).
 //!
 //! Every call is capped (2 s; a stop waits for the engine's own timeout
-//! first). Sockets: the client's `-H unix://…` when it names one, else
+//! first). Sockets: the engine the client names (`-H unix://…` in its argv,
+//! else `DOCKER_HOST`/`CONTAINER_HOST` in its environment), else
 //! `[containers] engine_sockets` and the usual places. A reaper that is not
-//! root only talks to sockets its own user owns (rootless Docker or Podman).
+//! root only talks to sockets its own user owns (rootless Docker or Podman);
+//! a root reaper to sockets owned by root or by the client's user.
 
 mod api;
+mod environ;
 mod find;
 mod http;
 mod run_args;
@@ -33,6 +36,7 @@ use std::time::Duration;
 use hyper::Method;
 
 pub use api::{Inspect, rfc3339};
+pub use environ::{host_var, local_socket, read as environ_host};
 pub use find::{Client, Container, find};
 pub use http::{CALL_LIMIT, CallError, block_on};
 pub use run_args::{EngineKind, RunArgs, same_image};
@@ -96,6 +100,24 @@ impl Engine {
         self.json(&format!("/containers/{id}/json")).await
     }
 
+    /// The argv that created a container, from Podman's own API (which
+    /// needs a version in its path, and takes any): `None` from an engine
+    /// without it (Docker answers an error) or that no longer has the
+    /// container; empty for a container created through the API.
+    pub async fn create_command(&self, id: &str) -> Result<Option<Vec<String>>, EngineError> {
+        if !is_ref(id) {
+            return Err(self.err(format!("{id:?} is no container name or id")));
+        }
+        let path = format!("/v4.0.0/libpod/containers/{id}/json");
+        let r = self.call(Method::GET, &path, CALL_LIMIT).await?;
+        if !(200..300).contains(&r.status) {
+            return Ok(None);
+        }
+        let v: api::LibpodInspect =
+            serde_json::from_slice(&r.body).map_err(|e| self.err(format!("bad answer to {path}: {e}")))?;
+        Ok(Some(v.config.create_command.unwrap_or_default()))
+    }
+
     /// `POST /containers/{id}/stop?t=N`: the engine sends the container's
     /// stop signal, waits `t` seconds, then SIGKILL. Capped at `t` + 2 s.
     pub async fn stop(&self, id: &str, t: u64) -> Result<(), EngineError> {
@@ -137,7 +159,8 @@ fn is_ref(s: &str) -> bool {
 /// The sockets to ask about a client of `kind` run by `client_uid`: the one
 /// it names, or the configured ones then the usual places (for a root
 /// reaper also the client's user's rootless engine), each only if this
-/// reaper may use it. `Err` says why none may be asked.
+/// reaper may use it for that client ([`usable`]). `Err` says why none may
+/// be asked.
 pub fn sockets(
     kind: EngineKind,
     named: Option<PathBuf>,
@@ -145,13 +168,14 @@ pub fn sockets(
     client_uid: Option<u32>,
 ) -> Result<Vec<Engine>, String> {
     let euid = rustix::process::geteuid();
-    let owner = (!euid.is_root()).then(|| euid.as_raw());
-    let check = |p: &Path| usable(p, owner);
+    let owners: Vec<u32> =
+        if euid.is_root() { std::iter::once(0).chain(client_uid).collect() } else { vec![euid.as_raw()] };
+    let check = |p: &Path| usable(p, &owners);
     if let Some(p) = named {
         return check(&p).map(|()| vec![Engine::new(p)]);
     }
     let mut runtime: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).into_iter().collect();
-    if let Some(uid) = client_uid.filter(|&u| u != 0 && owner.is_none()) {
+    if let Some(uid) = client_uid.filter(|&u| u != 0 && euid.is_root()) {
         runtime.push(PathBuf::from(format!("/run/user/{uid}")));
     }
     let mut all: Vec<PathBuf> = configured.to_vec();
@@ -184,18 +208,19 @@ pub fn sockets(
     Ok(out)
 }
 
-/// A unix socket that exists and, for a reaper that is not root (`owner`
-/// its uid), belongs to that user.
-fn usable(p: &Path, owner: Option<u32>) -> Result<(), String> {
+/// A unix socket that exists and belongs to one of `owners`: for a reaper
+/// that is not root its own uid (rootless Docker or Podman of its user); for
+/// a root reaper root or the client's user (a client cannot lead it to
+/// another user's engine).
+fn usable(p: &Path, owners: &[u32]) -> Result<(), String> {
     use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
     let m = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
     if !m.file_type().is_socket() {
         return Err(format!("{} is no socket", p.display()));
     }
-    if let Some(uid) = owner
-        && m.uid() != uid
-    {
-        return Err(format!("{} belongs to uid {}, not to this reaper's user", p.display(), m.uid()));
+    if !owners.contains(&m.uid()) {
+        let who: Vec<String> = owners.iter().map(u32::to_string).collect();
+        return Err(format!("{} belongs to uid {}, not to uid {}", p.display(), m.uid(), who.join(" or ")));
     }
     Ok(())
 }
@@ -203,7 +228,12 @@ fn usable(p: &Path, owner: Option<u32>) -> Result<(), String> {
 /// Memory the cgroup of `pid` (a container's init) holds: cgroup v2
 /// `memory.current`, else v1 `memory.usage_in_bytes`.
 pub fn cgroup_memory(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    cgroup_memory_in(Path::new("/proc"), Path::new("/sys/fs/cgroup"), pid)
+}
+
+/// [`cgroup_memory`] with `/proc` and `/sys/fs/cgroup` elsewhere (tests).
+fn cgroup_memory_in(proc: &Path, cgroup: &Path, pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(proc.join(pid.to_string()).join("cgroup")).ok()?;
     let read = |p: PathBuf| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok();
     let mut v1 = None;
     for line in text.lines() {
@@ -211,13 +241,15 @@ pub fn cgroup_memory(pid: u32) -> Option<u64> {
         let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
         let path = path.trim_start_matches('/');
         if controllers.is_empty() {
-            for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
-                if let Some(v) = read(Path::new(root).join(path).join("memory.current")) {
+            // v2 alone, or the hybrid layout's unified tree (where memory
+            // is usually a v1 controller, and this file is missing).
+            for root in [cgroup.join("unified"), cgroup.to_path_buf()] {
+                if let Some(v) = read(root.join(path).join("memory.current")) {
                     return Some(v);
                 }
             }
         } else if controllers.split(',').any(|c| c == "memory") {
-            v1 = read(Path::new("/sys/fs/cgroup/memory").join(path).join("memory.usage_in_bytes"));
+            v1 = read(cgroup.join("memory").join(path).join("memory.usage_in_bytes"));
         }
     }
     v1
@@ -239,6 +271,45 @@ mod tests {
         assert!(e.contains("no podman engine socket") && e.contains("/nonexistent/x.sock"), "{e}");
         let e = sockets(EngineKind::Docker, Some("/etc/passwd".into()), &[], None).unwrap_err();
         assert!(e.contains("is no socket"), "{e}");
+    }
+
+    #[test]
+    fn a_socket_is_used_only_when_its_owner_may_be_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&p).unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        assert_eq!(usable(&p, &[0, me]), Ok(()));
+        let e = usable(&p, &[me + 1, me + 2]).unwrap_err();
+        assert!(e.ends_with(&format!("belongs to uid {me}, not to uid {} or {}", me + 1, me + 2)), "{e}");
+    }
+
+    #[test]
+    fn cgroup_memory_of_v2_v1_and_hybrid_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, cg) = (dir.path().join("proc"), dir.path().join("cgroup"));
+        let put = |p: PathBuf, text: &str| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let scope = "system.slice/docker-abc.scope";
+        // v2: one line, memory.current under the one tree.
+        put(proc.join("10/cgroup"), &format!("0::/{scope}\n"));
+        put(cg.join(scope).join("memory.current"), "4096\n");
+        // v1: memory.usage_in_bytes under the memory controller's tree.
+        put(proc.join("11/cgroup"), "12:pids:/docker/v1\n4:cpu,cpuacct:/docker/v1\n3:memory:/docker/v1\n");
+        put(cg.join("memory/docker/v1/memory.usage_in_bytes"), "8192\n");
+        // Hybrid: the unified tree has no memory.current; v1's counts.
+        put(proc.join("12/cgroup"), "3:memory:/docker/hy\n0::/docker/hy\n");
+        put(cg.join("memory/docker/hy/memory.usage_in_bytes"), "16384\n");
+        std::fs::create_dir_all(cg.join("unified/docker/hy")).unwrap();
+        // Gone, or no memory accounting at all.
+        put(proc.join("13/cgroup"), "4:cpu:/docker/none\n");
+        assert_eq!(cgroup_memory_in(&proc, &cg, 10), Some(4096));
+        assert_eq!(cgroup_memory_in(&proc, &cg, 11), Some(8192));
+        assert_eq!(cgroup_memory_in(&proc, &cg, 12), Some(16384));
+        assert_eq!(cgroup_memory_in(&proc, &cg, 13), None);
+        assert_eq!(cgroup_memory_in(&proc, &cg, 14), None);
     }
 
     #[test]

@@ -125,19 +125,6 @@ impl RunArgs {
         r.command = argv[k + 1..].to_vec();
         Some(r)
     }
-
-    /// The engine's unix socket when the client names one (`-H unix:///x`);
-    /// `Err` when it names an engine elsewhere (tcp, ssh), which the reaper
-    /// does not reach.
-    pub fn unix_socket(&self) -> Result<Option<PathBuf>, String> {
-        match self.host.as_deref() {
-            None => Ok(None),
-            Some(h) => match h.strip_prefix("unix://") {
-                Some(p) if p.starts_with('/') => Ok(Some(PathBuf::from(p))),
-                _ => Err(format!("the client talks to a remote engine ({h})")),
-            },
-        }
-    }
 }
 
 /// Two image references name the same image: `docker.io/`, `library/` and
@@ -185,7 +172,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(r.engine, Some(EngineKind::Docker));
-        assert_eq!(r.unix_socket(), Ok(Some(PathBuf::from("/tmp/d.sock"))));
+        assert_eq!(r.host.as_deref(), Some("unix:///tmp/d.sock"));
         assert_eq!(r.name.as_deref(), Some("srv"));
         assert!(r.rm && r.interactive && !r.detach && !r.tty);
         assert_eq!(r.image, "mcp/github:1.2");
@@ -204,7 +191,10 @@ mod tests {
         assert_eq!((r.image.as_str(), r.command.as_slice()), ("img", &["x".to_string()][..]));
         assert!(parse(&["docker", "ps"]).is_none());
         assert!(parse(&["nerdctl", "run", "img"]).is_none());
-        assert!(parse(&["docker", "--host", "tcp://h:2375", "run", "img"]).unwrap().unix_socket().is_err());
+        assert_eq!(
+            parse(&["docker", "--host", "tcp://h:2375", "run", "img"]).unwrap().host.as_deref(),
+            Some("tcp://h:2375")
+        );
     }
 
     #[test]

@@ -263,3 +263,133 @@ async fn settled(e: &Engine, id: &str, done: impl Fn(Option<&engine::Inspect>) -
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::net::UnixListener;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// How the fake engine's container takes a stop.
+    #[derive(Clone, Copy)]
+    enum Takes {
+        /// Ends by its stop signal (exit 0).
+        Stop,
+        /// Ignores it until killed (exit 137).
+        Kill,
+    }
+
+    #[derive(Default)]
+    struct State {
+        running: bool,
+        exists: bool,
+        exit: i64,
+        calls: Vec<String>,
+    }
+
+    /// An engine with one container `c1`, its state changed by stop, kill
+    /// and remove as `takes` says (`AutoRemove` off: nothing removes it but
+    /// a DELETE).
+    fn engine(dir: &std::path::Path, takes: Takes) -> (std::path::PathBuf, Arc<Mutex<State>>) {
+        let p = dir.join("e.sock");
+        let l = UnixListener::bind(&p).unwrap();
+        let state = Arc::new(Mutex::new(State { running: true, exists: true, ..State::default() }));
+        let st = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                let mut words = req.split(' ');
+                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let mut g = st.lock().unwrap();
+                g.calls.push(format!("{method} {}", path.split('?').next().unwrap_or(path)));
+                let (status, body) = match (method, path.split('?').next().unwrap_or("")) {
+                    (_, _) if !g.exists => ("404 Not Found", "{}".to_string()),
+                    ("GET", "/containers/c1/json") => (
+                        "200 OK",
+                        format!(
+                            r#"{{"Id":"c1","Name":"/srv","Created":"2026-11-23T02:10:13Z","Config":{{"Image":"mcp/x"}},
+                               "State":{{"Running":{},"Pid":0,"ExitCode":{}}},"HostConfig":{{"AutoRemove":false}}}}"#,
+                            g.running, g.exit
+                        ),
+                    ),
+                    ("POST", "/containers/c1/stop") => {
+                        if matches!(takes, Takes::Stop) {
+                            (g.running, g.exit) = (false, 0);
+                        }
+                        ("204 No Content", String::new())
+                    }
+                    ("POST", "/containers/c1/kill") => {
+                        (g.running, g.exit) = (false, 137);
+                        ("204 No Content", String::new())
+                    }
+                    ("DELETE", "/containers/c1") => {
+                        g.exists = false;
+                        ("204 No Content", String::new())
+                    }
+                    _ => ("404 Not Found", "{}".to_string()),
+                };
+                let _ = write!(s, "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+            }
+        });
+        (p, state)
+    }
+
+    fn plan(socket: &std::path::Path, rm: bool) -> ContainerPlan {
+        let c = Container {
+            id: "c1".into(),
+            name: "srv".into(),
+            image: "mcp/x".into(),
+            socket: socket.to_path_buf(),
+            pid: 0,
+            rm,
+            auto_remove: false,
+            found_by: "match",
+            attached: true,
+        };
+        ContainerPlan { client: Pid::new(77).unwrap(), image: "mcp/x".into(), found: Ok(c) }
+    }
+
+    fn end(p: ContainerPlan, dry_run: bool) -> ContainerOutcome {
+        end_all(vec![(0, p)], Duration::from_secs(1), dry_run).remove(0).1
+    }
+
+    #[test]
+    fn a_container_that_takes_its_stop_signal_is_stopped_and_removed_for_rm() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sock, state) = engine(dir.path(), Takes::Stop);
+        let o = end(plan(&sock, true), true);
+        assert_eq!(o.ended, Ended::WouldStop);
+        assert!(state.lock().unwrap().running, "a dry run stopped it");
+        let o = end(plan(&sock, true), false);
+        assert_eq!((o.ended, o.removed, o.note.as_deref()), (Ended::Stopped, true, None), "{o:?}");
+        let calls = state.lock().unwrap().calls.clone();
+        assert!(calls.contains(&"POST /containers/c1/stop".into()) && !calls.iter().any(|c| c.contains("kill")));
+        assert!(calls.contains(&"DELETE /containers/c1".into()), "{calls:?}");
+        // Asked again: already gone.
+        assert_eq!(end(plan(&sock, true), false).ended, Ended::Gone);
+    }
+
+    #[test]
+    fn a_container_that_ignores_it_is_killed_and_kept_without_rm() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sock, state) = engine(dir.path(), Takes::Kill);
+        let o = end(plan(&sock, false), false);
+        assert_eq!((o.ended, o.removed), (Ended::Killed, false), "{o:?}");
+        assert!(o.stopped());
+        let g = state.lock().unwrap();
+        assert!(g.exists && !g.running, "no --rm: stopped, not removed");
+        assert!(g.calls.contains(&"POST /containers/c1/kill".into()), "{:?}", g.calls);
+    }
+
+    #[test]
+    fn an_unmatched_client_is_said_and_nothing_is_asked() {
+        let p = ContainerPlan { client: Pid::new(78).unwrap(), image: "mcp/y".into(), found: Err("why".into()) };
+        let o = end(p, false);
+        assert_eq!((o.ended, o.note.as_deref(), o.id), (Ended::NotStopped, Some("why"), None));
+    }
+}

@@ -126,7 +126,13 @@ pub fn outcome(o: &Outcome) {
         })
         .collect();
     let containers = containers.join(", ");
-    let container_bytes: u64 = o.containers.iter().filter_map(|c| c.memory_bytes).sum();
+    // As the totals count it: containers ended (or, in dry run, to be).
+    let container_bytes: u64 = o
+        .containers
+        .iter()
+        .filter(|c| c.stopped() || c.ended == crate::reap::Ended::WouldStop)
+        .filter_map(|c| c.memory_bytes)
+        .sum();
     macro_rules! entry {
         ($level:ident, $action:expr) => {
             tracing::$level!(
@@ -148,5 +154,63 @@ pub fn outcome(o: &Outcome) {
         entry!(info, action);
     } else {
         entry!(warn, "error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::Context;
+
+    use super::*;
+    use crate::reap::{ContainerOutcome, Ended};
+
+    /// The fields of every event, by name (what the journal layer turns
+    /// into `REAPER_*` fields, see `journal::sanitize`).
+    #[derive(Clone, Default)]
+    struct Fields(Arc<Mutex<Vec<(String, String)>>>);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.lock().unwrap().push((field.name().to_string(), format!("{value:?}")));
+        }
+    }
+
+    impl<S: Subscriber> tracing_subscriber::Layer<S> for Fields {
+        fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+            event.record(&mut self.clone());
+        }
+    }
+
+    #[test]
+    fn reap_entries_carry_the_containers() {
+        let mut o = super::super::outcome::tests::outcome();
+        o.containers.push(ContainerOutcome {
+            client_pid: 4243,
+            id: Some("0123456789abcdef0123".into()),
+            name: Some("srv".into()),
+            image: "mcp/github".into(),
+            memory_bytes: Some(3 << 20),
+            ended: Ended::Killed,
+            removed: true,
+            note: None,
+        });
+        o.containers.push(ContainerOutcome {
+            client_pid: 4244,
+            image: "mcp/x".into(),
+            memory_bytes: Some(1 << 20),
+            ended: Ended::Failed,
+            ..ContainerOutcome::default()
+        });
+        let fields = Fields::default();
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(fields.clone()), || outcome(&o));
+        let got = fields.0.lock().unwrap().clone();
+        let get = |k: &str| got.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("reaper_containers"), Some("0123456789ab srv mcp/github killed, - - mcp/x failed"), "{got:?}");
+        // The one that failed to stop freed nothing.
+        assert_eq!(get("reaper_container_bytes"), Some("3145728"), "{got:?}");
+        assert_eq!(get("reaper_root_pid"), Some("4242"), "{got:?}");
     }
 }

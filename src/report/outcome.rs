@@ -139,12 +139,13 @@ impl Serialize for Outcome {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::ids::{Identity, Pid, StartTime};
     use crate::policy::Verdict;
     use crate::reap::{Memory, Outcome};
 
-    fn outcome() -> Outcome {
+    /// A partly reaped tree (also for `log`'s tests).
+    pub(in crate::report) fn outcome() -> Outcome {
         let root = Identity { pid: Pid::new(4242).unwrap(), start_time: StartTime(123) };
         Outcome {
             verdict: Verdict::Orphan,
