@@ -3,7 +3,9 @@
 //! without it): a listener that owns `org.freedesktop.Notifications` gets
 //! exactly one `Notify` with the count and the MiB after a reap, and none
 //! for a second reap within the minute; a listener that never answers costs
-//! one log line and no reap; without a bus, one log line.
+//! one log line and no reap; without a bus, one log line. The daemon sends
+//! through `reaperctl desktop-notify` (hidden), tested on its own too: one
+//! `Notify` and exit 0; without a bus, exit 69 and one line why.
 //!
 //! Safety: every daemon is `--scope`d to its sandbox with its own config,
 //! socket and state file; the bus and the daemons are the tests' own children,
@@ -212,4 +214,38 @@ fn without_a_session_bus_it_is_one_line_and_reaping_goes_on() {
     orphan(&sb, t[1]);
     reaped(&d, 2);
     assert_eq!(d.count("desktop notification not sent"), 1, "{}", d.log_text());
+}
+
+/// `reaperctl desktop-notify`, the hidden subcommand the daemon runs.
+fn desktop_notify(address: &str, summary: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_reaperctl"))
+        .args(["desktop-notify", "--summary", summary, "--body", "b"])
+        .env("DBUS_SESSION_BUS_ADDRESS", address)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running reaperctl desktop-notify")
+}
+
+#[test]
+fn desktop_notify_without_a_session_bus_exits_69_with_one_line_why() {
+    let dir = TempDir::new("nobus");
+    let nowhere = format!("unix:path={}", dir.path().join("no-bus-here").display());
+    let out = desktop_notify(&nowhere, "Reaped 1 orphaned MCP server, 1 MiB freed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    assert!(stderr.starts_with("reaperctl desktop-notify: no session bus: "), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn desktop_notify_sends_one_notify_and_exits_0() {
+    let Some(bus) = Bus::start("desktop_notify_sends_one_notify_and_exits_0") else {
+        return;
+    };
+    let notes = listener(&bus.address, true);
+    let out = desktop_notify(&bus.address, "Reaped 2 orphaned MCP servers, 3 MiB freed");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let n = notes.recv_timeout(Duration::from_secs(10)).expect("the Notify");
+    assert_eq!((n.app.as_str(), n.summary.as_str()), ("mcp-reaper", "Reaped 2 orphaned MCP servers, 3 MiB freed"));
+    assert!(notes.recv_timeout(Duration::from_secs(1)).is_err(), "one Notify only");
 }

@@ -1,5 +1,6 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
+pub mod desktop;
 mod hosts;
 pub mod proto;
 pub mod run;
@@ -88,6 +89,10 @@ pub enum Command {
     /// host is ending on purpose, so its trees are reaped as soon as it
     /// exits, without grace.
     SessionEnd(session_end::SessionEndArgs),
+    /// Send one desktop notification over the session D-Bus (run by
+    /// mcp-reaperd for `[notify] desktop`): 0 sent, 69 no session bus, 75 no answer within 1 s.
+    #[command(hide = true)]
+    DesktopNotify(desktop::DesktopNotifyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -149,6 +154,7 @@ pub fn main() -> ExitCode {
         Command::Metrics => metrics(&cli),
         Command::Run(args) => run::run(&cli.config, args),
         Command::SessionEnd(args) => session_end::run(&cli, args),
+        Command::DesktopNotify(args) => desktop::run(args),
     }
 }
 

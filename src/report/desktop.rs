@@ -4,33 +4,40 @@
 //! orphaned MCP servers, 612 MiB freed". At most one a minute: reaps in
 //! between are held back and summed into the next.
 //!
-//! A send never holds up the loop: it is spawned, and capped at 1 s from
-//! connecting to the reply (a notification daemon that never answers). No
-//! bus, or no answer, is one log line, not one per reap; reaping goes on.
+//! The daemon decides when; `reaperctl desktop-notify` (src/ctl/desktop.rs,
+//! zbus) talks to the bus. The daemon spawns it (found next to its own
+//! executable, else on PATH; the session bus address is inherited) on a
+//! blocking thread, so a send never holds up the loop. The child caps itself
+//! at 1 s from connecting to the reply (a notification daemon that never
+//! answers, exit 75) and is killed after 1.5 s. No bus, no answer, no
+//! reaperctl: one log line, not one per reap; reaping goes on.
 //!
-//! Dependency: `zbus` (default features off, `tokio` only: the message layer
-//! on our runtime, no proxies or object server). Pure Rust, so the packages
-//! need no libdbus. Measured with `cargo build --release` before and after
-//! issue 15's items 3 and 4 (pressure and this): mcp-reaperd 4,894,624 →
-//! 5,970,656 bytes (+1,076,032), stripped 3,900,416 → 4,747,280 (+846,864);
-//! zbus's own symbols are ~474 KiB of it, the pressure code ~12 KiB, the rest
-//! generic code and unwind tables. reaperctl does not link it (3,952,136 →
-//! 3,932,712).
+//! Why a child: the daemon's resident memory is mostly its own text (the
+//! kernel maps code around each fault), and zbus was ~422 KiB of
+//! mcp-reaperd's code for a notification at most once a minute, opt-in.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+/// What the child's stderr line starts with; stripped from the reason logged.
+pub const PREFIX: &str = "reaperctl desktop-notify: ";
+
 /// At most one notification per this.
 pub const EVERY: Duration = Duration::from_secs(60);
 /// A send's limit: connecting, authenticating, `Notify` and its reply.
 pub const CAP: Duration = Duration::from_secs(1);
+/// The child is killed after this: its own cap, and time to start.
+const KILL_AFTER: Duration = Duration::from_millis(1500);
+/// How often the blocking thread looks whether the child has ended.
+const POLL: Duration = Duration::from_millis(10);
 
-const SERVICE: &str = "org.freedesktop.Notifications";
-const PATH: &str = "/org/freedesktop/Notifications";
+const BODY: &str = "Their AI host had exited. `reaperctl status` lists what was reaped.";
 
 /// Reaps not told yet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,31 +102,83 @@ impl Desktop {
         Some(std::mem::take(&mut self.held))
     }
 
-    /// Sends what is held, if due: spawned on the loop's `LocalSet`, so this
+    /// Sends what is held, if due: the child is run and waited for on a
+    /// blocking thread, from a task on the loop's `LocalSet`, so this
     /// returns at once.
     pub fn send(&mut self) {
         let Some(tally) = self.take_due(Instant::now()) else { return };
         let trouble = Rc::clone(&self.trouble);
         tokio::task::spawn_local(async move {
             let summary = tally.summary();
-            let sent = match tokio::time::timeout(CAP, notify(&summary)).await {
-                Ok(Ok(id)) => Ok(id),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!("no answer within {} s", CAP.as_secs())),
+            let said_summary = summary.clone();
+            let sent = match tokio::task::spawn_blocking(move || tell(&summary)).await {
+                Ok(sent) => sent,
+                Err(e) => Err(format!("the sending thread failed: {e}")),
             };
-            said(&sent, &summary, &trouble);
+            said(&sent, &said_summary, &trouble);
         });
     }
 }
 
+/// `reaperctl` next to this executable (a package installs both in one
+/// directory, a build puts both in `target/…`), else the one on PATH.
+fn reaperctl() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("reaperctl")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("reaperctl"))
+}
+
+/// Runs `reaperctl desktop-notify` and waits for it, at most [`KILL_AFTER`];
+/// a failure's reason is the child's stderr line.
+fn tell(summary: &str) -> Result<(), String> {
+    let path = reaperctl();
+    let mut child = Command::new(&path)
+        .arg("desktop-notify")
+        .arg(format!("--summary={summary}"))
+        .arg(format!("--body={BODY}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    let deadline = std::time::Instant::now() + KILL_AFTER;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(POLL),
+            Ok(None) => {
+                // Our own child, not yet waited for: its pid is still ours.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{} did not end within {} ms; killed", path.display(), KILL_AFTER.as_millis()));
+            }
+            Err(e) => return Err(format!("waiting for {}: {e}", path.display())),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut err = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut err);
+    }
+    let reason = err.lines().rev().map(str::trim).find(|l| !l.is_empty());
+    Err(match reason {
+        Some(line) => line.strip_prefix(PREFIX.trim_end()).unwrap_or(line).trim().to_string(),
+        None => format!("{} desktop-notify: {status}", path.display()),
+    })
+}
+
 /// Logs a send's result: the first failure is a line, later ones debug.
-fn said(sent: &Result<u32, String>, summary: &str, trouble: &Cell<bool>) {
+fn said(sent: &Result<(), String>, summary: &str, trouble: &Cell<bool>) {
     match sent {
-        Ok(id) => {
+        Ok(()) => {
             if trouble.replace(false) {
                 tracing::info!("desktop notifications work again");
             }
-            tracing::debug!("desktop notification {id} sent: {summary}");
+            tracing::debug!("desktop notification sent: {summary}");
         }
         Err(e) if !trouble.replace(true) => tracing::warn!(
             reaper_action = "error",
@@ -128,17 +187,6 @@ fn said(sent: &Result<u32, String>, summary: &str, trouble: &Cell<bool>) {
         Err(e) => tracing::debug!("desktop notification not sent either: {e}"),
     }
 }
-
-/// One `Notify` on the session bus; the notification's id.
-async fn notify(summary: &str) -> zbus::Result<u32> {
-    let bus = zbus::Connection::session().await?;
-    let hints: HashMap<&str, zbus::Variant<'_>> = HashMap::new();
-    let body = "Their AI host had exited. `reaperctl status` lists what was reaped.";
-    let args = ("mcp-reaper", 0u32, "", summary, body, Vec::<&str>::new(), hints, -1i32);
-    let reply = bus.call_method(Some(SERVICE), PATH, Some(SERVICE), "Notify", &args).await?;
-    reply.body().deserialize::<u32>()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
