@@ -15,6 +15,12 @@
 //! Why a child: the daemon's resident memory is mostly its own text (the
 //! kernel maps code around each fault), and zbus was ~422 KiB of
 //! mcp-reaperd's code for a notification at most once a minute, opt-in.
+//! Measured side by side on 2026-11-23 (`cargo build --release`, before and
+//! after): mcp-reaperd 5,620,496 → 4,843,016 bytes (stripped 4,800,928 →
+//! 4,147,056; `nm -C | grep -c zbus` 481 → 0); idle `VmRSS` after 10 s of
+//! `mcp-reaperd --dry-run --config - --no-events`, 8 runs each, mean 7,165
+//! → 6,834 KiB (−330). reaperctl grows 4,379,752 → 5,220,920 bytes; it runs
+//! only to send (~3 ms to start and fail without a bus), once a minute at most.
 
 use std::cell::Cell;
 use std::io::Read;
