@@ -211,8 +211,6 @@ async fn by_match(client: &Client, e: &Engine) -> Result<Vec<Container>, super::
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Read as _, Write as _};
-    use std::os::unix::net::UnixListener;
 
     use super::*;
     use crate::engine::block_on;
@@ -220,23 +218,12 @@ mod tests {
     /// An engine answering `GET path` from `answers` (404 otherwise), one
     /// request per connection, until the listener is dropped with the test.
     fn fake_engine(dir: &std::path::Path, answers: Vec<(String, String)>) -> Engine {
-        let p = dir.join("e.sock");
-        let l = UnixListener::bind(&p).unwrap();
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { return };
-                let mut buf = vec![0u8; 4096];
-                let n = s.read(&mut buf).unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]).to_string();
-                let path = req.split(' ').nth(1).unwrap_or("").to_string();
-                let (status, body) = answers
-                    .iter()
-                    .find(|(p, _)| *p == path)
-                    .map_or(("404 Not Found", "{}".to_string()), |(_, b)| ("200 OK", b.clone()));
-                let _ = write!(s, "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-            }
-        });
-        Engine::new(p)
+        Engine::new(crate::engine::fake::serve(dir, move |_, path| {
+            answers
+                .iter()
+                .find(|(p, _)| p == path)
+                .map_or(("404 Not Found", "{}".to_string()), |(_, b)| ("200 OK", b.clone()))
+        }))
     }
 
     fn container(id: &str, created: &str, cmd: &str, open_stdin: bool) -> (String, String) {

@@ -26,6 +26,8 @@
 
 mod api;
 mod environ;
+#[cfg(test)]
+pub(crate) mod fake;
 mod find;
 mod http;
 mod run_args;

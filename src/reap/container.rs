@@ -266,8 +266,6 @@ async fn settled(e: &Engine, id: &str, done: impl Fn(Option<&engine::Inspect>) -
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Read as _, Write as _};
-    use std::os::unix::net::UnixListener;
     use std::sync::{Arc, Mutex};
 
     use super::*;
@@ -293,47 +291,37 @@ mod tests {
     /// and remove as `takes` says (`AutoRemove` off: nothing removes it but
     /// a DELETE).
     fn engine(dir: &std::path::Path, takes: Takes) -> (std::path::PathBuf, Arc<Mutex<State>>) {
-        let p = dir.join("e.sock");
-        let l = UnixListener::bind(&p).unwrap();
         let state = Arc::new(Mutex::new(State { running: true, exists: true, ..State::default() }));
         let st = Arc::clone(&state);
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { return };
-                let mut buf = vec![0u8; 4096];
-                let n = s.read(&mut buf).unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]).to_string();
-                let mut words = req.split(' ');
-                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-                let mut g = st.lock().unwrap();
-                g.calls.push(format!("{method} {}", path.split('?').next().unwrap_or(path)));
-                let (status, body) = match (method, path.split('?').next().unwrap_or("")) {
-                    (_, _) if !g.exists => ("404 Not Found", "{}".to_string()),
-                    ("GET", "/containers/c1/json") => (
-                        "200 OK",
-                        format!(
-                            r#"{{"Id":"c1","Name":"/srv","Created":"2026-11-23T02:10:13Z","Config":{{"Image":"mcp/x"}},
-                               "State":{{"Running":{},"Pid":0,"ExitCode":{}}},"HostConfig":{{"AutoRemove":false}}}}"#,
-                            g.running, g.exit
-                        ),
+        let p = crate::engine::fake::serve(dir, move |method, path| {
+            let mut g = st.lock().unwrap();
+            let path = path.split('?').next().unwrap_or(path);
+            g.calls.push(format!("{method} {path}"));
+            match (method, path) {
+                (_, _) if !g.exists => ("404 Not Found", "{}".to_string()),
+                ("GET", "/containers/c1/json") => (
+                    "200 OK",
+                    format!(
+                        r#"{{"Id":"c1","Name":"/srv","Created":"2026-11-23T02:10:13Z","Config":{{"Image":"mcp/x"}},
+                           "State":{{"Running":{},"Pid":0,"ExitCode":{}}},"HostConfig":{{"AutoRemove":false}}}}"#,
+                        g.running, g.exit
                     ),
-                    ("POST", "/containers/c1/stop") => {
-                        if matches!(takes, Takes::Stop) {
-                            (g.running, g.exit) = (false, 0);
-                        }
-                        ("204 No Content", String::new())
+                ),
+                ("POST", "/containers/c1/stop") => {
+                    if matches!(takes, Takes::Stop) {
+                        (g.running, g.exit) = (false, 0);
                     }
-                    ("POST", "/containers/c1/kill") => {
-                        (g.running, g.exit) = (false, 137);
-                        ("204 No Content", String::new())
-                    }
-                    ("DELETE", "/containers/c1") => {
-                        g.exists = false;
-                        ("204 No Content", String::new())
-                    }
-                    _ => ("404 Not Found", "{}".to_string()),
-                };
-                let _ = write!(s, "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+                    ("204 No Content", String::new())
+                }
+                ("POST", "/containers/c1/kill") => {
+                    (g.running, g.exit) = (false, 137);
+                    ("204 No Content", String::new())
+                }
+                ("DELETE", "/containers/c1") => {
+                    g.exists = false;
+                    ("204 No Content", String::new())
+                }
+                _ => ("404 Not Found", "{}".to_string()),
             }
         });
         (p, state)
