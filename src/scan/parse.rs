@@ -239,25 +239,56 @@ pub fn container_of(text: &str) -> Option<String> {
     None
 }
 
+/// One line of a `mountinfo`: the mounted directory (root), the mount point,
+/// the file system type and its super options, the paths unescaped.
+pub struct Mount<'a> {
+    pub root: String,
+    pub point: String,
+    pub fstype: &'a str,
+    pub options: &'a str,
+}
+
+/// Every well-formed line of a `mountinfo` text.
+pub fn mounts(mountinfo: &str) -> impl Iterator<Item = Mount<'_>> {
+    mountinfo.lines().filter_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        let f: Vec<&str> = pre.split(' ').collect();
+        let mut g = post.split(' ');
+        let (fstype, _source, options) = (g.next()?, g.next()?, g.next()?);
+        (f.len() >= 5).then(|| Mount { root: unescape_mount(f[3]), point: unescape_mount(f[4]), fstype, options })
+    })
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 4]).ok().and_then(|o| u8::from_str_radix(o, 8).ok())
+        {
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// (unified, mount root, mount point) of the cgroup2 mounts and the v1
 /// `name=systemd` mounts in a `mountinfo`.
 pub fn cgroup_mounts(mountinfo: &str) -> Vec<(bool, String, String)> {
-    let mut out = Vec::new();
-    for l in mountinfo.lines() {
-        let Some((pre, post)) = l.split_once(" - ") else { continue };
-        let f: Vec<&str> = pre.split(' ').collect();
-        let g: Vec<&str> = post.split(' ').collect();
-        if f.len() < 5 || g.len() < 3 {
-            continue;
-        }
-        let (root, point) = (f[3].to_string(), f[4].to_string());
-        if g[0] == "cgroup2" {
-            out.push((true, root, point));
-        } else if g[0] == "cgroup" && g[2].split(',').any(|o| o == "name=systemd") {
-            out.push((false, root, point));
-        }
-    }
-    out
+    mounts(mountinfo)
+        .filter_map(|m| {
+            let v2 = m.fstype == "cgroup2";
+            let systemd = m.fstype == "cgroup" && m.options.split(',').any(|o| o == "name=systemd");
+            (v2 || systemd).then_some((v2, m.root, m.point))
+        })
+        .collect()
 }
 
 /// [`join_cmdline`], noting where each argv element lies in the joined text.
@@ -328,6 +359,22 @@ mod tests {
         assert_eq!(s.nspid_depth, Some(2));
         assert_eq!(s.nspid_inner, Some(1));
         assert_eq!(parse_status(b"\xff\xfe:\n::"), Status::default());
+    }
+
+    #[test]
+    fn cgroup_mounts_unescaped() {
+        let mi = "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n\
+                  33 31 0:30 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n\
+                  35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+                  41 31 0:38 /a\\040b /sys/fs/cgroup/uni\\040fied rw - cgroup2 cgroup2 rw\n\
+                  bad line\n";
+        assert_eq!(
+            cgroup_mounts(mi),
+            vec![
+                (false, "/".to_string(), "/sys/fs/cgroup/systemd".to_string()),
+                (true, "/a b".to_string(), "/sys/fs/cgroup/uni fied".to_string()),
+            ]
+        );
     }
 
     #[test]

@@ -20,34 +20,9 @@ use crate::ids::Pid;
 /// The v1 hierarchy the memory controller is mounted as, from a mountinfo
 /// text: its mount point, and the cgroup path of the directory mounted there.
 pub fn hierarchy(mountinfo: &str) -> Option<Hierarchy> {
-    mountinfo.lines().find_map(|l| {
-        let (pre, post) = l.split_once(" - ")?;
-        let f: Vec<&str> = pre.split(' ').collect();
-        let g: Vec<&str> = post.split(' ').collect();
-        let is_memory = g.len() >= 3 && g[0] == "cgroup" && g[2].split(',').any(|o| o == "memory");
-        (is_memory && f.len() >= 5)
-            .then(|| Hierarchy { mount: PathBuf::from(unescape(f[4])), mount_root: unescape(f[3]) })
-    })
-}
-
-/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 4]).ok().and_then(|o| u8::from_str_radix(o, 8).ok())
-        {
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::scan::parse::mounts(mountinfo)
+        .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "memory"))
+        .map(|m| Hierarchy { mount: PathBuf::from(m.point), mount_root: m.root })
 }
 
 /// The memory controller's path in a `/proc/PID/cgroup` text
