@@ -44,12 +44,29 @@ impl Wrapped {
 
     /// [`Wrapped::start`] through `program` (a symlink to fakeproc).
     fn start_program(config: &Path, args: &[&str], program: &Path, host: &Spec, dir: TempDir) -> Wrapped {
+        Wrapped::start_prefixed(&[], config, args, program, host, dir)
+    }
+
+    /// [`Wrapped::start_program`] as `PRE… reaperctl …` (`PRE` execs it,
+    /// so the child is still the wrapper).
+    fn start_prefixed(
+        pre: &[&str],
+        config: &Path,
+        args: &[&str],
+        program: &Path,
+        host: &Spec,
+        dir: TempDir,
+    ) -> Wrapped {
         contain();
         let ready = dir.path().join("ready");
         let notes = dir.path().join("notes");
         std::fs::write(&ready, "").unwrap();
         std::fs::write(&notes, "").unwrap();
-        let child = Command::new(REAPERCTL)
+        let mut cmd = Command::new(pre.first().copied().unwrap_or(REAPERCTL));
+        if let Some(rest) = pre.get(1..) {
+            cmd.args(rest).arg(REAPERCTL);
+        }
+        let child = cmd
             .arg("--config")
             .arg(config)
             .arg("run")
@@ -364,6 +381,44 @@ fn memory_max_is_applied_or_refused() {
     w.signal(Signal::TERM);
     let (st, err) = w.finish();
     assert!(ready, "128 MiB cannot be touched here even without a limit: {st:?} {err}");
+}
+
+/// A machine on cgroup v1 alone (here: a mount namespace without the v2
+/// mount): `--memory-max` is held by a v1 memory cgroup of the session's own.
+#[test]
+fn memory_max_on_cgroup_v1_alone() {
+    let test = "memory_max_on_cgroup_v1_alone";
+    if !is_root() || common::find_tool("unshare").is_none() {
+        return skip(test, "needs root and unshare to hide the cgroup v2 mount");
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let (Some(v2), Some(_)) = (
+        mcp_reaper::session::cgroup::Hierarchy::from_mountinfo(&mountinfo),
+        mcp_reaper::session::memcg_v1::hierarchy(&mountinfo),
+    ) else {
+        return skip(test, "needs a hybrid machine: a v2 mount to hide and the v1 memory controller");
+    };
+    let dir = TempDir::new("run-mem-v1");
+    let cfg = config(&dir);
+    let hide = format!("umount -l '{}' && exec \"$@\"", v2.mount.display());
+    let pre = ["unshare", "--mount", "--propagation", "private", "bash", "-c", &hide, "bash"];
+    let args = ["--grace", "0", "--memory-max", "48M"];
+    let mut w = Wrapped::start_prefixed(&pre, &cfg, &args, fakeproc_path(), &Spec::new(&["claude"]), dir);
+    let settled =
+        wait_until(Duration::from_secs(20), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
+    assert!(settled && !w.ready().is_empty(), "the host did not start: {:?}", w.finish());
+    let host = w.ready()[0].0;
+    let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
+    let v1 = mcp_reaper::session::memcg_v1::memory_path(&cg).unwrap();
+    assert!(v1.ends_with(&format!("/mcp-reaper-run-{}", w.pid())), "not the session's memory cgroup: {v1}");
+    let dir = mcp_reaper::session::memcg_v1::dir_of_pid(mcp_reaper::ids::Pid::new(host).unwrap()).unwrap();
+    let limit = std::fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap();
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert_eq!(limit.trim(), (48u64 << 20).to_string(), "{err}");
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
+    assert!(err.contains("no cgroup v2 hierarchy is mounted") && err.contains("memory limit is held"), "{err}");
+    assert!(!dir.exists(), "{} was left: {err}", dir.display());
 }
 
 #[test]

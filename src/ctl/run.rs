@@ -8,9 +8,9 @@
 //! directly, and only signals sent to the wrapper itself are forwarded.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
-use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode};
+use std::time::Duration;
 
 use rustix::process::Signal;
 
@@ -22,6 +22,7 @@ use crate::session::cgroup::{Hierarchy, Leaf};
 use crate::session::leftovers::{Ended, Session};
 use crate::session::memcg_v1::MemoryV1;
 use crate::session::supervise::{FORWARD, reap_adopted, supervise, wait_grace};
+use crate::session::systemd::{self, Manager, Started};
 use crate::{exit, session, sys};
 
 #[derive(clap::Args, Debug)]
@@ -93,45 +94,38 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         }
     };
     let wrapper = me.as_raw_nonzero().get().cast_unsigned();
-    let (mut cmd, plan, memcg) = match prepare(args, wrapper) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    sys::unblock_before_exec(&mut cmd, &sigs);
     let host_name = args.command[0].to_string_lossy().into_owned();
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            if let Plan::Leaf(leaf) = &plan {
-                let _ = leaf.remove();
+    let mut ask_systemd = true;
+    let (mut child, host, pidfd, session, memcg) = loop {
+        let (mut cmd, plan, memcg) = match prepare(args, wrapper, ask_systemd) {
+            Ok(x) => x,
+            Err(code) => return code,
+        };
+        sys::unblock_before_exec(&mut cmd, &sigs);
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                if let Plan::Leaf(leaf) = &plan {
+                    let _ = leaf.remove();
+                }
+                if let Some(m) = &memcg {
+                    let _ = m.remove();
+                }
+                let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+                eprintln!("reaperctl run: cannot run {}: {e}", cmd.get_program().to_string_lossy());
+                return ExitCode::from(code);
             }
-            if let Some(m) = &memcg {
-                let _ = m.remove();
-            }
-            let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-            eprintln!("reaperctl run: cannot run {host_name}: {e}");
-            return ExitCode::from(code);
+        };
+        drop(cmd); // the parent's copy of the cgroup.procs fd
+        let host = Pid::new(child.id().cast_signed()).expect("a child's pid is positive");
+        // Held while the host lives (and only then): the daemon and `scan`
+        // read from it which child is the host (see `session::host_of_wrapper`).
+        let pidfd = sys::pidfd_open(host).ok();
+        match start_session(plan, child, host, wrapper, args.memory_max) {
+            Ok((child, session)) => break (child, host, pidfd, session, memcg),
+            Err(Retry::WithoutSystemd) => ask_systemd = false,
+            Err(Retry::No(code)) => return ExitCode::from(code),
         }
-    };
-    drop(cmd); // the parent's copy of the cgroup.procs fd
-    let host = Pid::new(child.id().cast_signed()).expect("a child's pid is positive");
-    // Held while the host lives (and only then): the daemon and `scan` read
-    // from it which child is the host (see `session::host_of_wrapper`).
-    let pidfd = sys::pidfd_open(host).ok();
-    let session = match plan {
-        Plan::Leaf(leaf) => Session::Cgroup(leaf),
-        Plan::Systemd => {
-            if let Some(leaf) = systemd_leaf(host, wrapper) {
-                Session::Cgroup(leaf)
-            } else {
-                eprintln!(
-                    "reaperctl run: warning: the host did not appear in a transient systemd scope; \
-                     the session is the wrapper's descendants only"
-                );
-                Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid"))
-            }
-        }
-        Plan::Subreaper => Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid")),
     };
     let procfs = ProcFs::new("/proc");
     let status = supervise(&mut child, host, pidfd.as_ref(), &sigfd, &procfs, wrapper);
@@ -184,11 +178,67 @@ enum Plan {
     Subreaper,
 }
 
+/// Why a started child is not a session.
+enum Retry {
+    /// `systemd-run` could not make the scope: start the host again, without it.
+    WithoutSystemd,
+    /// Give up with this exit status.
+    No(u8),
+}
+
+/// The session the child started in: for a systemd scope, once the host is
+/// seen in it (with the memory limit read back).
+fn start_session(
+    plan: Plan,
+    mut child: Child,
+    host: Pid,
+    wrapper: u32,
+    memory_max: Option<u64>,
+) -> Result<(Child, Session), Retry> {
+    let own = || Session::Subreaper(Pid::new(wrapper.cast_signed()).expect("own pid"));
+    match plan {
+        Plan::Leaf(leaf) => Ok((child, Session::Cgroup(leaf))),
+        Plan::Subreaper => Ok((child, own())),
+        Plan::Systemd => match systemd::started(host, wrapper) {
+            Started::Scope(leaf) => {
+                if let Some(bytes) = memory_max
+                    && systemd::memory_limit(&leaf, host, wrapper).is_none_or(|b| b > bytes)
+                {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    eprintln!(
+                        "reaperctl run: systemd did not apply MemoryMax={bytes} to {}; the host was \
+                         stopped rather than run without the limit",
+                        leaf.dir.display()
+                    );
+                    return Err(Retry::No(exit::OSERR));
+                }
+                Ok((child, Session::Cgroup(leaf)))
+            }
+            Started::Failed => {
+                let st = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                eprintln!(
+                    "reaperctl run: warning: systemd-run could not make a scope ({st}); starting the host \
+                     without systemd"
+                );
+                Err(Retry::WithoutSystemd)
+            }
+            Started::Unseen => {
+                eprintln!(
+                    "reaperctl run: warning: the host did not appear in a transient systemd scope; \
+                     the session is the wrapper's descendants only"
+                );
+                Ok((child, own()))
+            }
+        },
+    }
+}
+
 /// The command to start, the session it will run in, and the v1 memory
 /// cgroup that holds `--memory-max` where the v2 hierarchy has no memory
 /// controller; warns when it falls back, fails when `--memory-max` cannot
 /// be honoured.
-fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan, Option<MemoryV1>), ExitCode> {
+fn prepare(args: &RunArgs, wrapper: u32, ask_systemd: bool) -> Result<(Command, Plan, Option<MemoryV1>), ExitCode> {
     let fail = |msg: &str| {
         eprintln!("reaperctl run: {msg}");
         ExitCode::from(exit::OSERR)
@@ -199,21 +249,20 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan, Option<Memory
         return Ok((cmd, Plan::Subreaper, None));
     }
     let name = session::leaf_name(wrapper);
-    if args.cgroup_parent.is_none()
-        && let Some(tool) = session::cgroup::systemd_run()
+    if ask_systemd
+        && args.cgroup_parent.is_none()
+        // A missing program is told by the spawn below, not by systemd-run.
+        && findable(&args.command[0])
+        && let Some(m) = Manager::find()
+        // Where systemd cannot limit memory, a cgroup of our own (v1 on a
+        // hybrid machine) may.
+        && (args.memory_max.is_none() || m.can_limit_memory())
     {
-        let mut c = Command::new(tool);
-        if !rustix::process::getuid().is_root() {
-            c.arg("--user");
-        }
-        c.args(["--scope", "--quiet", "--collect", "--unit", &name]);
-        if let Some(bytes) = args.memory_max {
-            c.arg("--property").arg(format!("MemoryMax={bytes}"));
-        }
-        c.arg("--").args(&args.command);
-        return Ok((c, Plan::Systemd, None));
+        return Ok((m.command(&name, args.memory_max, &args.command), Plan::Systemd, None));
     }
-    let made = Hierarchy::find()
+    let v2 = Hierarchy::find();
+    let v1_only = v2.is_none() && args.cgroup_parent.is_none();
+    let made = v2
         .ok_or_else(|| "no cgroup v2 hierarchy is mounted".to_string())
         .and_then(|h| {
             args.cgroup_parent
@@ -231,14 +280,28 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan, Option<Memory
             })?;
             Ok((leaf, fd))
         });
-    match made {
-        Ok((leaf, fd)) => {
+    let limit_v1 = |cmd: &mut Command, bytes: u64| -> Result<MemoryV1, String> {
+        let m = MemoryV1::create(&name, bytes)?;
+        match m.procs_for_child() {
+            Ok(fd) => {
+                sys::join_cgroup_before_exec(cmd, fd);
+                Ok(m)
+            }
+            Err(e) => {
+                let _ = m.remove();
+                Err(format!("cannot open {}/cgroup.procs: {e}", m.dir.display()))
+            }
+        }
+    };
+    match (made, args.memory_max) {
+        (Ok((leaf, fd)), _) => {
+            sys::join_cgroup_before_exec(&mut cmd, fd);
             let mut memcg = None;
             if let Some(bytes) = args.memory_max
                 && let Err(e) = leaf.set_memory_max(bytes)
             {
                 // A hybrid system: the memory controller may be v1's.
-                match MemoryV1::create(&name, bytes) {
+                match limit_v1(&mut cmd, bytes) {
                     Ok(m) => memcg = Some(m),
                     Err(v1) => {
                         let _ = leaf.remove();
@@ -246,22 +309,26 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan, Option<Memory
                     }
                 }
             }
-            sys::join_cgroup_before_exec(&mut cmd, fd);
-            if let Some(m) = &memcg {
-                match m.procs_for_child() {
-                    Ok(fd) => sys::join_cgroup_before_exec(&mut cmd, fd),
-                    Err(e) => {
-                        let _ = (leaf.remove(), m.remove());
-                        return Err(fail(&format!("--memory-max: cannot open {}/cgroup.procs: {e}", m.dir.display())));
-                    }
-                }
-            }
             Ok((cmd, Plan::Leaf(leaf), memcg))
         }
-        Err(why) if args.memory_max.is_some() => {
-            Err(fail(&format!("--memory-max needs a cgroup for the session, and {why}")))
-        }
-        Err(why) => {
+        // No cgroup v2 at all (a machine on cgroup v1 alone), yet a v1
+        // memory cgroup can still hold the limit.
+        (Err(why), Some(bytes)) if v1_only => match limit_v1(&mut cmd, bytes) {
+            Ok(m) => {
+                eprintln!(
+                    "reaperctl run: warning: {why}; the memory limit is held by the cgroup v1 memory \
+                     cgroup {}, and the session is the wrapper's descendants only (a process that makes \
+                     itself a subreaper can escape)",
+                    m.dir.display()
+                );
+                Ok((cmd, Plan::Subreaper, Some(m)))
+            }
+            Err(v1) => {
+                Err(fail(&format!("--memory-max needs a cgroup for the session, and {why}; on cgroup v1: {v1}")))
+            }
+        },
+        (Err(why), Some(_)) => Err(fail(&format!("--memory-max needs a cgroup for the session, and {why}"))),
+        (Err(why), None) => {
             eprintln!(
                 "reaperctl run: warning: {why}. A session no process can leave needs cgroup v2 and either \
                  systemd (systemd-run --scope) or a cgroup you may write to (root, or a delegated \
@@ -274,20 +341,13 @@ fn prepare(args: &RunArgs, wrapper: u32) -> Result<(Command, Plan, Option<Memory
     }
 }
 
-/// The scope systemd made for the host: found from the host's own cgroup
-/// once `systemd-run` has moved itself there (before it execs the host).
-fn systemd_leaf(host: Pid, wrapper: u32) -> Option<Leaf> {
-    let h = Hierarchy::find()?;
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        let path = std::fs::read_to_string(format!("/proc/{host}/cgroup")).ok()?;
-        let path = session::cgroup::v2_path(&path)?;
-        if session::session_of_cgroup(&path) == Some(wrapper.cast_signed()) {
-            return Some(Leaf { dir: h.dir_of(&path)?, by_systemd: true });
-        }
-        std::thread::sleep(Duration::from_millis(10));
+/// Whether `program` names a file to run: a path, or a name on `PATH`.
+fn findable(program: &std::ffi::OsStr) -> bool {
+    let p = Path::new(program);
+    if p.components().count() > 1 {
+        return p.is_file();
     }
-    None
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
 }
 
 /// Removes a session's cgroup once its last process is gone (a few tries:

@@ -177,23 +177,6 @@ fn populated(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join("cgroup.events")).is_ok_and(|t| t.lines().any(|l| l == "populated 1"))
 }
 
-/// Whether systemd runs this machine (PID 1 is systemd) and a `systemd-run`
-/// that can reach the right manager exists: the user manager (its bus or
-/// private socket in `$XDG_RUNTIME_DIR`) for a user, the system one for root.
-pub fn systemd_run() -> Option<PathBuf> {
-    let pid1 = std::fs::read_to_string("/proc/1/comm").ok()?;
-    if pid1.trim() != "systemd" {
-        return None;
-    }
-    let tool = std::env::var_os("PATH")
-        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("systemd-run")).find(|p| p.is_file()))?;
-    if rustix::process::getuid().is_root() {
-        return Some(tool);
-    }
-    let rt = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
-    (rt.join("bus").exists() || rt.join("systemd/private").exists()).then_some(tool)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod memcg_v1;
 pub mod stale;
 pub mod status;
 pub mod supervise;
+pub mod systemd;
 
 /// The prefix of a session's cgroup leaf (`mcp-reaper-run-<wrapper pid>`,
 /// with `.scope` when systemd made it).

@@ -34,7 +34,11 @@ pub fn supervise(
     procfs: &ProcFs,
     wrapper: u32,
 ) -> u8 {
-    let my_pgid = rustix::process::getpgrp();
+    // From /proc, not getpgrp(2): a group whose leader lives in an outer
+    // PID namespace (a wrapper started by nsenter or `docker exec`) has no
+    // pid here, and reads as 0 for the wrapper and the host alike.
+    let pgid = |pid: u32| Pid::new(pid.cast_signed()).and_then(|p| procfs.stat(p)).map(|st| st.pgrp);
+    let my_pgid = pgid(wrapper);
     loop {
         let mut fds = vec![PollFd::new(sigfd, PollFlags::IN)];
         if let Some(p) = pidfd {
@@ -54,8 +58,7 @@ pub fn supervise(
                 let Some(sig) = FORWARD.iter().copied().find(|s| s.as_raw() == signo) else { continue };
                 // A terminal's signal reached the host already, unless it
                 // left the wrapper's process group.
-                let host_pgid = rustix::process::getpgid(rustix::process::Pid::from_raw(host.get())).ok();
-                if code == SI_KERNEL && host_pgid == Some(my_pgid) {
+                if code == SI_KERNEL && my_pgid.is_some() && pgid(host.get().cast_unsigned()) == my_pgid {
                     continue;
                 }
                 if let Some(p) = pidfd {
