@@ -9,6 +9,7 @@ pub mod notify;
 mod pressure;
 pub mod run;
 mod schedule;
+mod start;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -213,5 +214,5 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
 }
 
 fn daemon_main(args: Args, cfg: Config) -> ExitCode {
-    run::main(args, cfg)
+    start::main(args, cfg)
 }

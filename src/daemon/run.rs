@@ -1,12 +1,13 @@
-//! The long-running daemon: a current-thread tokio loop that scans every
-//! `interval_secs`, at once when a watched host or owner exits, and when a
-//! young tree's grace runs out; serves the control socket; reloads config.
-//! This file is the loop: one `select!` whose arms each call one handler.
-//! When to scan is [`Schedule`]'s, what exited [`ExitWatch`]'s, the status
-//! [`Shared`]'s, and the cycle itself [`crate::cycle::Cycle`]'s.
+//! The long-running daemon's loop: a current-thread tokio loop that scans
+//! every `interval_secs`, at once when a watched host or owner exits, and
+//! when a young tree's grace runs out; serves the control socket; reloads
+//! config. This file is the loop: one `select!` whose arms each call one
+//! handler. Start-up (sockets, state, event source, the initial [`Daemon`])
+//! is [`super::start`]'s. When to scan is [`Schedule`]'s, what exited
+//! [`ExitWatch`]'s, the status [`Shared`]'s, and the cycle itself
+//! [`crate::cycle::Cycle`]'s.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -14,7 +15,6 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
-use super::Args;
 use super::births::{Births, Born};
 use super::board::{Shared, unix_now};
 use super::exits::ExitWatch;
@@ -23,13 +23,12 @@ use super::pressure::PressureWatch;
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
 use crate::config::{Config, Mode, Role};
-use crate::ctl::proto::{ReapEvent, ReapResult, ReloadResult, ScanStats, Totals};
+use crate::ctl::proto::{ReapEvent, ReapResult, ReloadResult};
 use crate::cycle::{Cycle, Kind, Memory};
 use crate::ids::Pid;
 use crate::report;
 use crate::scan::ProcFs;
-use crate::scan::events::Connector;
-use crate::{exit, state, sys};
+use crate::{exit, state};
 
 /// How often the loop looks for cgroups of killed `reaperctl run` wrappers
 /// (a walk of the cgroup hierarchies: cheap, but not for every cycle).
@@ -63,160 +62,35 @@ enum Step {
 
 const SCAN: Step = Step::Scan { asked: None };
 
-pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
-    crate::sys::single_malloc_arena();
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!("cannot start the runtime: {e}");
-            return std::process::ExitCode::from(exit::SOFTWARE);
-        }
-    };
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move { Daemon::start(args, cfg).await })
-}
-
-struct Daemon {
-    shared: Rc<RefCell<Shared>>,
-    notifier: Notifier,
-    procfs: ProcFs,
+/// The loop's state, built by [`super::start`].
+pub(super) struct Daemon {
+    pub(super) shared: Rc<RefCell<Shared>>,
+    pub(super) notifier: Notifier,
+    pub(super) procfs: ProcFs,
     /// The grace book and the verdicts last explained, from cycle to cycle.
-    memory: Memory,
-    schedule: Schedule,
-    exits: ExitWatch,
+    pub(super) memory: Memory,
+    pub(super) schedule: Schedule,
+    pub(super) exits: ExitWatch,
     /// New processes in pidfd mode.
-    births: Births,
+    pub(super) births: Births,
     /// Memory pressure: read every cycle, a PSI trigger where allowed.
-    pressure: PressureWatch,
+    pub(super) pressure: PressureWatch,
     /// Desktop notifications of reaps (`[notify] desktop`).
-    desktop: report::desktop::Desktop,
-    config: ConfigEvents,
-    watchdog: Option<tokio::time::Interval>,
-    state_path: PathBuf,
+    pub(super) desktop: report::desktop::Desktop,
+    pub(super) config: ConfigEvents,
+    pub(super) watchdog: Option<tokio::time::Interval>,
+    pub(super) state_path: PathBuf,
     /// Hosts ending their session on purpose.
-    endings: super::endings::Endings,
+    pub(super) endings: super::endings::Endings,
     /// When stale `reaperctl run` cgroups were last looked for.
-    swept: Option<Instant>,
+    pub(super) swept: Option<Instant>,
     /// Failing writes are reported once, not every cycle.
-    state_writes: report::log::Repeated,
-    metrics_writes: report::log::Repeated,
-}
-
-/// The proc connector when it is proven to deliver, else pidfd mode and why.
-fn open_events(
-    args: &Args,
-    interval_secs: u64,
-) -> (Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>, &'static str, Option<String>) {
-    let opened = if args.no_events {
-        Err(std::io::Error::other("disabled by --no-events"))
-    } else {
-        // A subscription that delivers nothing would make the daemon deaf:
-        // prove that events flow before relying on them.
-        Connector::open()
-            .and_then(|fd| Connector::prove(std::os::fd::AsFd::as_fd(&fd), Duration::from_millis(100)).map(|()| fd))
-            .and_then(sys::async_fd)
-    };
-    match opened {
-        Ok(c) => (Some(c), "netlink", None),
-        Err(e) => {
-            tracing::info!(
-                "process events unavailable ({e}); watching hosts with pidfds and scanning every {interval_secs}s"
-            );
-            (None, "pidfd", Some(e.to_string()))
-        }
-    }
+    pub(super) state_writes: report::log::Repeated,
+    pub(super) metrics_writes: report::log::Repeated,
 }
 
 impl Daemon {
-    async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
-        let sources = super::sources(&args.config);
-        let socket_path = args.socket.clone().unwrap_or_else(|| crate::paths::socket(cfg.socket.as_deref()));
-        let lock = match super::control::lock(&socket_path) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::error!(reaper_action = "error", "{e}");
-                return std::process::ExitCode::from(e.exit_code());
-            }
-        };
-        let listener = match super::control::bind(&socket_path) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::error!(reaper_action = "error", "cannot listen on {}: {e}", socket_path.display());
-                return std::process::ExitCode::from(exit::CANTCREAT);
-            }
-        };
-        let state_path = args.state_file.clone().expect("set in main");
-        let (book, warning) = state::load_for_writer(&state_path);
-        if let Some(w) = warning {
-            tracing::warn!(reaper_action = "error", "{w}");
-        }
-        let (connector, event_mode, event_mode_reason) = open_events(&args, cfg.interval_secs);
-        let procfs = ProcFs::new(&args.proc_root);
-        if let Some(note) = procfs.hidden_notice() {
-            tracing::info!("{note}");
-        }
-        let config = ConfigEvents::new(sources.main.as_deref());
-        let pressure = PressureWatch::started(&cfg.pressure);
-        let shared = Rc::new(RefCell::new(Shared {
-            cfg,
-            sources,
-            args,
-            started: Instant::now(),
-            last_reload: None,
-            event_mode,
-            event_mode_reason,
-            scans: ScanStats::default(),
-            trees: Vec::new(),
-            totals: Totals::default(),
-            recent: VecDeque::new(),
-            duplicates: Vec::new(),
-            self_uid: rustix::process::getuid().as_raw(),
-            run_sessions: Vec::new(),
-            session_ends: Vec::new(),
-            pressure: pressure.status(),
-        }));
-        let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
-        let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
-        let notifier = Notifier::from_env();
-        let mut d = Daemon {
-            watchdog: notifier.watchdog.map(tokio::time::interval),
-            shared,
-            notifier,
-            procfs,
-            memory: Memory { book, known: std::collections::HashMap::new() },
-            schedule: Schedule::new(),
-            exits: ExitWatch::new(connector),
-            births: Births::new(),
-            endings: super::endings::Endings::default(),
-            swept: None,
-            pressure,
-            desktop: report::desktop::Desktop::new(),
-            config,
-            state_path,
-            state_writes: report::log::Repeated::new("state file"),
-            metrics_writes: report::log::Repeated::new("metrics textfile"),
-        };
-        {
-            let s = d.shared.borrow();
-            tracing::info!(
-                "mcp-reaperd {} started: mode={} events={} interval={}s grace={}s socket={} config={}",
-                env!("CARGO_PKG_VERSION"),
-                s.mode(),
-                s.event_mode,
-                s.cfg.interval_secs,
-                s.cfg.grace_secs,
-                socket_path.display(),
-                s.cfg.sources.join(", ")
-            );
-        }
-        let code = d.run(req_rx).await;
-        server.abort();
-        let _ = std::fs::remove_file(&socket_path);
-        drop(lock);
-        code
-    }
-
-    async fn run(&mut self, mut req_rx: mpsc::Receiver<LoopRequest>) -> std::process::ExitCode {
+    pub(super) async fn run(&mut self, mut req_rx: mpsc::Receiver<LoopRequest>) -> std::process::ExitCode {
         let (Ok(mut sigterm), Ok(mut sigint), Ok(mut sighup)) =
             (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
         else {

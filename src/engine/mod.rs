@@ -228,33 +228,17 @@ fn usable(p: &Path, owners: &[u32]) -> Result<(), String> {
 }
 
 /// Memory the cgroup of `pid` (a container's init) holds: cgroup v2
-/// `memory.current`, else v1 `memory.usage_in_bytes`.
+/// `memory.current`, else v1 `memory.usage_in_bytes`, wherever this mount
+/// namespace mounts them.
 pub fn cgroup_memory(pid: u32) -> Option<u64> {
-    cgroup_memory_in(Path::new("/proc"), Path::new("/sys/fs/cgroup"), pid)
+    cgroup_memory_in(Path::new("/proc"), pid)
 }
 
-/// [`cgroup_memory`] with `/proc` and `/sys/fs/cgroup` elsewhere (tests).
-fn cgroup_memory_in(proc: &Path, cgroup: &Path, pid: u32) -> Option<u64> {
+/// [`cgroup_memory`] with `/proc` elsewhere (tests): the mounts from its
+/// `self/mountinfo`, the cgroups from its `PID/cgroup`.
+fn cgroup_memory_in(proc: &Path, pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(proc.join(pid.to_string()).join("cgroup")).ok()?;
-    let read = |p: PathBuf| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok();
-    let mut v1 = None;
-    for line in text.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        let path = path.trim_start_matches('/');
-        if controllers.is_empty() {
-            // v2 alone, or the hybrid layout's unified tree (where memory
-            // is usually a v1 controller, and this file is missing).
-            for root in [cgroup.join("unified"), cgroup.to_path_buf()] {
-                if let Some(v) = read(root.join(path).join("memory.current")) {
-                    return Some(v);
-                }
-            }
-        } else if controllers.split(',').any(|c| c == "memory") {
-            v1 = read(cgroup.join("memory").join(path).join("memory.usage_in_bytes"));
-        }
-    }
-    v1
+    crate::session::memory::Mounts::read(proc).memory(&text, |_| true)
 }
 
 #[cfg(test)]
@@ -288,30 +272,52 @@ mod tests {
 
     #[test]
     fn cgroup_memory_of_v2_v1_and_hybrid_layouts() {
+        use std::fmt::Write as _;
         let dir = tempfile::tempdir().unwrap();
-        let (proc, cg) = (dir.path().join("proc"), dir.path().join("cgroup"));
         let put = |p: PathBuf, text: &str| {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         };
+        // Each layout: its own /proc (mountinfo naming fixture mount points,
+        // escaped as the kernel writes them) and its own cgroup trees.
+        let layout = |name: &str, mounts: &[(&str, &str, &str)]| {
+            let proc = dir.path().join(name).join("proc");
+            let mut mi = String::new();
+            for (i, (point, fstype, options)) in mounts.iter().enumerate() {
+                let point = dir.path().join(name).join(point);
+                let point = point.to_str().unwrap().replace(' ', "\\040");
+                let _ = writeln!(mi, "{} 1 0:{i} / {point} rw,relatime - {fstype} {fstype} {options}", 30 + i);
+            }
+            put(proc.join("self/mountinfo"), &mi);
+            (proc, dir.path().join(name))
+        };
         let scope = "system.slice/docker-abc.scope";
         // v2: one line, memory.current under the one tree.
-        put(proc.join("10/cgroup"), &format!("0::/{scope}\n"));
-        put(cg.join(scope).join("memory.current"), "4096\n");
+        let (v2, root) = layout("v2", &[("cg", "cgroup2", "rw")]);
+        put(v2.join("10/cgroup"), &format!("0::/{scope}\n"));
+        put(root.join("cg").join(scope).join("memory.current"), "4096\n");
         // v1: memory.usage_in_bytes under the memory controller's tree.
-        put(proc.join("11/cgroup"), "12:pids:/docker/v1\n4:cpu,cpuacct:/docker/v1\n3:memory:/docker/v1\n");
-        put(cg.join("memory/docker/v1/memory.usage_in_bytes"), "8192\n");
-        // Hybrid: the unified tree has no memory.current; v1's counts.
-        put(proc.join("12/cgroup"), "3:memory:/docker/hy\n0::/docker/hy\n");
-        put(cg.join("memory/docker/hy/memory.usage_in_bytes"), "16384\n");
-        std::fs::create_dir_all(cg.join("unified/docker/hy")).unwrap();
+        let (v1, root) =
+            layout("v1", &[("cg", "tmpfs", "rw"), ("cg/pids", "cgroup", "rw,pids"), ("cg/mem", "cgroup", "rw,memory")]);
+        put(v1.join("11/cgroup"), "12:pids:/docker/v1\n4:cpu,cpuacct:/docker/v1\n3:memory:/docker/v1\n");
+        put(root.join("cg/mem/docker/v1/memory.usage_in_bytes"), "8192\n");
+        put(root.join("cg/pids/docker/v1/memory.usage_in_bytes"), "1\n");
+        // Hybrid: the unified tree (wherever mounted) has no memory.current; v1's counts.
+        let (hy, root) = layout("hy", &[("cg/memory", "cgroup", "rw,memory"), ("cg/uni fied", "cgroup2", "rw")]);
+        put(hy.join("12/cgroup"), "3:memory:/docker/hy\n0::/docker/hy\n");
+        put(root.join("cg/memory/docker/hy/memory.usage_in_bytes"), "16384\n");
+        std::fs::create_dir_all(root.join("cg/uni fied/docker/hy")).unwrap();
         // Gone, or no memory accounting at all.
-        put(proc.join("13/cgroup"), "4:cpu:/docker/none\n");
-        assert_eq!(cgroup_memory_in(&proc, &cg, 10), Some(4096));
-        assert_eq!(cgroup_memory_in(&proc, &cg, 11), Some(8192));
-        assert_eq!(cgroup_memory_in(&proc, &cg, 12), Some(16384));
-        assert_eq!(cgroup_memory_in(&proc, &cg, 13), None);
-        assert_eq!(cgroup_memory_in(&proc, &cg, 14), None);
+        put(v1.join("13/cgroup"), "4:cpu:/docker/none\n");
+        assert_eq!(cgroup_memory_in(&v2, 10), Some(4096));
+        assert_eq!(cgroup_memory_in(&v1, 11), Some(8192));
+        assert_eq!(cgroup_memory_in(&hy, 12), Some(16384));
+        assert_eq!(cgroup_memory_in(&v1, 13), None);
+        assert_eq!(cgroup_memory_in(&v1, 14), None);
+        // The same cgroup text read against another layout's mounts finds
+        // nothing: the directories come from the mounts, not a fixed path.
+        put(v2.join("11/cgroup"), "3:memory:/docker/v1\n");
+        assert_eq!(cgroup_memory_in(&v2, 11), None);
     }
 
     #[test]

@@ -4,21 +4,15 @@
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 
-use rustix::net::netlink::{self, SocketAddrNetlink};
+use libc::{CN_IDX_PROC, CN_VAL_PROC, PROC_CN_MCAST_LISTEN, PROC_EVENT_EXEC, PROC_EVENT_EXIT, PROC_EVENT_FORK};
+use rustix::net::netlink::SocketAddrNetlink;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
+use super::netlink::{self, HDRLEN, u16_at, u32_at};
 use crate::ids::Pid;
 
-const NLMSG_HDRLEN: usize = 16;
+/// `struct cn_msg` (id idx/val, seq, ack, len, flags) before its data.
 const CN_MSG_LEN: usize = 20;
-const NLMSG_DONE: u16 = 3;
-const NLMSG_ERROR: u16 = 2;
-const CN_IDX_PROC: u32 = 1;
-const CN_VAL_PROC: u32 = 1;
-const PROC_CN_MCAST_LISTEN: u32 = 1;
-const PROC_EVENT_FORK: u32 = 0x0000_0001;
-const PROC_EVENT_EXEC: u32 = 0x0000_0002;
-const PROC_EVENT_EXIT: u32 = 0x8000_0000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcEvent {
@@ -48,7 +42,7 @@ impl Connector {
             AddressFamily::NETLINK,
             SocketType::DGRAM,
             SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
-            Some(netlink::CONNECTOR),
+            Some(rustix::net::netlink::CONNECTOR),
         )?;
         rustix::net::bind(&fd, &SocketAddrNetlink::new(0, CN_IDX_PROC))?;
         // A larger buffer rides out fork storms (best effort).
@@ -130,13 +124,10 @@ fn silence_reason(within: std::time::Duration) -> String {
 }
 
 fn listen_message(port: u32) -> Vec<u8> {
-    let total = NLMSG_HDRLEN + CN_MSG_LEN + 4;
+    let total = HDRLEN + CN_MSG_LEN + 4;
     let mut m = Vec::with_capacity(total);
-    m.extend_from_slice(&u32::try_from(total).expect("a message of a few dozen bytes").to_ne_bytes());
-    m.extend_from_slice(&NLMSG_DONE.to_ne_bytes());
-    m.extend_from_slice(&0u16.to_ne_bytes()); // flags
-    m.extend_from_slice(&0u32.to_ne_bytes()); // seq
-    m.extend_from_slice(&port.to_ne_bytes());
+    let len = u32::try_from(total).expect("a message of a few dozen bytes");
+    netlink::push_header(&mut m, len, netlink::DONE, 0, 0, port);
     m.extend_from_slice(&CN_IDX_PROC.to_ne_bytes());
     m.extend_from_slice(&CN_VAL_PROC.to_ne_bytes());
     m.extend_from_slice(&0u32.to_ne_bytes()); // seq
@@ -147,28 +138,19 @@ fn listen_message(port: u32) -> Vec<u8> {
     m
 }
 
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    b.get(off..off + 4).map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    b.get(off..off + 2).map(|s| u16::from_ne_bytes([s[0], s[1]]))
-}
-
 /// Parses one datagram (one or more netlink messages). Never panics: the
 /// kernel is trusted, but the parser is also fuzzed.
 pub fn parse(buf: &[u8], out: &mut Vec<ProcEvent>) {
     let mut off = 0;
-    while off + NLMSG_HDRLEN <= buf.len() {
-        let Some(len) = u32_at(buf, off).map(|l| l as usize) else { return };
-        let Some(ty) = u16_at(buf, off + 4) else { return };
-        if len < NLMSG_HDRLEN || off + len > buf.len() {
+    while off + HDRLEN <= buf.len() {
+        let Some((len, ty)) = netlink::header(&buf[off..]) else { return };
+        if len < HDRLEN || off + len > buf.len() {
             return;
         }
-        if ty != NLMSG_ERROR {
-            parse_cn(&buf[off + NLMSG_HDRLEN..off + len], out);
+        if ty != netlink::ERROR {
+            parse_cn(&buf[off + HDRLEN..off + len], out);
         }
-        off += (len + 3) & !3; // NLMSG_ALIGN
+        off += netlink::align(len);
     }
 }
 
@@ -219,7 +201,7 @@ mod tests {
             ev.extend_from_slice(&f.to_ne_bytes());
         }
         let mut m = listen_message(0);
-        m.truncate(NLMSG_HDRLEN + CN_MSG_LEN);
+        m.truncate(HDRLEN + CN_MSG_LEN);
         m[16 + 16..16 + 18].copy_from_slice(&(ev.len() as u16).to_ne_bytes());
         m.extend_from_slice(&ev);
         let len = m.len() as u32;

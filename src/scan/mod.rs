@@ -15,6 +15,7 @@ mod details;
 pub mod events;
 mod incremental;
 mod link;
+mod netlink;
 pub mod parse;
 pub mod pressure;
 pub mod process;

@@ -14,10 +14,10 @@ use std::os::fd::OwnedFd;
 
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType, netlink::SocketAddrNetlink};
 
-/// `SOCK_DIAG_BY_FAMILY` (`linux/sock_diag.h`).
+use super::netlink::{self, HDRLEN, u16_at, u32_at};
+
+/// `SOCK_DIAG_BY_FAMILY` (`linux/sock_diag.h`; not in libc).
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const NLM_F_REQUEST: u16 = 1;
-const NLMSG_ERROR: u16 = 2;
 /// `linux/unix_diag.h`: show the peer's inode.
 const UDIAG_SHOW_PEER: u32 = 0x4;
 const UNIX_DIAG_PEER: u16 = 2;
@@ -63,11 +63,8 @@ pub fn open() -> io::Result<OwnedFd> {
 /// [`unix_socket`] through a socket from [`open`].
 pub fn query(fd: &OwnedFd, ino: u32) -> io::Result<UnixSocket> {
     let mut msg = Vec::with_capacity(40);
-    msg.extend_from_slice(&40u32.to_ne_bytes()); // nlmsg_len: header 16 + unix_diag_req 24
-    msg.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    msg.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
-    msg.extend_from_slice(&1u32.to_ne_bytes()); // seq
-    msg.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel fills it in
+    // nlmsg_len: header 16 + unix_diag_req 24; seq 1; pid 0: the kernel fills it in.
+    netlink::push_header(&mut msg, 40, SOCK_DIAG_BY_FAMILY, netlink::F_REQUEST, 1, 0);
     msg.push(1); // sdiag_family: AF_UNIX
     msg.push(0); // sdiag_protocol
     msg.extend_from_slice(&0u16.to_ne_bytes()); // pad
@@ -82,22 +79,13 @@ pub fn query(fd: &OwnedFd, ino: u32) -> io::Result<UnixSocket> {
     parse(&buf[..n.min(buf.len())])
 }
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
 /// Parses the kernel's one reply: a `unix_diag_msg` with attributes, or an error.
 fn parse(b: &[u8]) -> io::Result<UnixSocket> {
     let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed sock_diag reply");
-    let len = u32_at(b, 0).ok_or_else(bad)? as usize;
-    let kind = u16_at(b, 4).ok_or_else(bad)?;
+    let (len, kind) = netlink::header(b).ok_or_else(bad)?;
     let b = b.get(..len).ok_or_else(bad)?;
-    if kind == NLMSG_ERROR {
-        let errno = u32_at(b, 16).ok_or_else(bad)?.cast_signed();
+    if kind == netlink::ERROR {
+        let errno = u32_at(b, HDRLEN).ok_or_else(bad)?.cast_signed();
         return Err(io::Error::from_raw_os_error(-errno));
     }
     if kind != SOCK_DIAG_BY_FAMILY {
@@ -120,7 +108,7 @@ fn parse(b: &[u8]) -> io::Result<UnixSocket> {
             UNIX_DIAG_SHUTDOWN => out.shutdown = b.get(at + 4).copied().unwrap_or(0),
             _ => {}
         }
-        at += (alen + 3) & !3;
+        at += netlink::align(alen);
     }
     Ok(out)
 }

@@ -10,6 +10,7 @@
 pub mod cgroup;
 pub mod leftovers;
 pub mod memcg_v1;
+pub mod memory;
 pub mod stale;
 pub mod status;
 pub mod supervise;

@@ -6,23 +6,10 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::cgroup::{Hierarchy, v2_path};
+use super::cgroup::v2_path;
+use super::memory::Mounts;
 use crate::cycle::Assessment;
 use crate::report::status::RunSession;
-
-/// The cgroup hierarchies `proc_root`'s mountinfo shows: the unified one and
-/// the v1 memory one (a hybrid system).
-struct Mounts {
-    v2: Option<Hierarchy>,
-    memory_v1: Option<Hierarchy>,
-}
-
-impl Mounts {
-    fn read(proc_root: &Path) -> Mounts {
-        let text = std::fs::read_to_string(proc_root.join("self/mountinfo")).unwrap_or_default();
-        Mounts { v2: Hierarchy::from_mountinfo(&text), memory_v1: super::memcg_v1::hierarchy(&text) }
-    }
-}
 
 /// Every wrapper in the judged snapshot (below the scope, when there is one).
 pub fn sessions(a: &Assessment, proc_root: &Path) -> Vec<RunSession> {
@@ -48,22 +35,15 @@ pub fn sessions(a: &Assessment, proc_root: &Path) -> Vec<RunSession> {
         let host = forest.children[i].iter().copied().find(|&c| !snap.procs[c].state.is_zombie());
         let wrapper = p.pid().get();
         // The host's cgroups, when they are the session's own.
-        let ours = |path: &String| super::session_of_cgroup(path) == Some(wrapper);
+        let ours = |path: &str| super::session_of_cgroup(path) == Some(wrapper);
         let text = host
             .and_then(|h| std::fs::read_to_string(proc_root.join(snap.procs[h].pid().to_string()).join("cgroup")).ok());
         let text = text.as_deref().unwrap_or_default();
-        let cgroup = v2_path(text).filter(ours);
-        let memory_v1 = super::memcg_v1::memory_path(text).filter(ours);
+        let cgroup = v2_path(text).filter(|p| ours(p));
         let mounts = mounts.get_or_insert_with(|| Mounts::read(proc_root));
-        let v2_current = cgroup.as_deref().and_then(|path| {
-            let dir = mounts.v2.as_ref()?.dir_of(path)?;
-            std::fs::read_to_string(dir.join("memory.current")).ok()?.trim().parse::<u64>().ok()
-        });
-        // A hybrid system: the memory cgroup `--memory-max` made on v1.
-        let current = v2_current.or_else(|| {
-            let dir = mounts.memory_v1.as_ref()?.dir_of(memory_v1.as_deref()?)?;
-            super::memcg_v1::usage(&dir)
-        });
+        // v2's memory.current, else (a hybrid system) the memory cgroup
+        // `--memory-max` made on v1.
+        let current = mounts.memory(text, ours);
         let (memory_bytes, memory_source) = match current {
             Some(b) => (b, "cgroup"),
             None => (members.iter().map(|&m| snap.procs[m].rss_bytes).sum(), "rss"),

@@ -1,0 +1,158 @@
+//! The daemon's start-up: the control socket (its lock, then the listener),
+//! the state file, the event source (the proc connector when proven, else
+//! pidfds), the shared status and the loop's initial state; then the loop
+//! ([`super::run`]) and, after it, the socket's removal.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::Args;
+use super::births::Births;
+use super::board::Shared;
+use super::exits::ExitWatch;
+use super::notify::Notifier;
+use super::pressure::PressureWatch;
+use super::run::{Daemon, LoopRequest};
+use super::schedule::Schedule;
+use super::watch::ConfigEvents;
+use crate::config::Config;
+use crate::ctl::proto::{ScanStats, Totals};
+use crate::cycle::Memory;
+use crate::report;
+use crate::scan::ProcFs;
+use crate::scan::events::Connector;
+use crate::{exit, state, sys};
+
+/// The daemon on a current-thread runtime (a `LocalSet`: the loop's state
+/// is shared with the control socket through `Rc`).
+pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
+    crate::sys::single_malloc_arena();
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the runtime: {e}");
+            return std::process::ExitCode::from(exit::SOFTWARE);
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move { start(args, cfg).await })
+}
+
+/// Start-up, the loop, and shut-down; a socket that cannot be locked or
+/// bound ends the daemon before the loop.
+async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
+    let sources = super::sources(&args.config);
+    let socket_path = args.socket.clone().unwrap_or_else(|| crate::paths::socket(cfg.socket.as_deref()));
+    let lock = match super::control::lock(&socket_path) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(reaper_action = "error", "{e}");
+            return std::process::ExitCode::from(e.exit_code());
+        }
+    };
+    let listener = match super::control::bind(&socket_path) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(reaper_action = "error", "cannot listen on {}: {e}", socket_path.display());
+            return std::process::ExitCode::from(exit::CANTCREAT);
+        }
+    };
+    let state_path = args.state_file.clone().expect("set in main");
+    let (book, warning) = state::load_for_writer(&state_path);
+    if let Some(w) = warning {
+        tracing::warn!(reaper_action = "error", "{w}");
+    }
+    let (connector, event_mode, event_mode_reason) = open_events(&args, cfg.interval_secs);
+    let procfs = ProcFs::new(&args.proc_root);
+    if let Some(note) = procfs.hidden_notice() {
+        tracing::info!("{note}");
+    }
+    let config = ConfigEvents::new(sources.main.as_deref());
+    let pressure = PressureWatch::started(&cfg.pressure);
+    let shared = Rc::new(RefCell::new(Shared {
+        cfg,
+        sources,
+        args,
+        started: Instant::now(),
+        last_reload: None,
+        event_mode,
+        event_mode_reason,
+        scans: ScanStats::default(),
+        trees: Vec::new(),
+        totals: Totals::default(),
+        recent: VecDeque::new(),
+        duplicates: Vec::new(),
+        self_uid: rustix::process::getuid().as_raw(),
+        run_sessions: Vec::new(),
+        session_ends: Vec::new(),
+        pressure: pressure.status(),
+    }));
+    let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
+    let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
+    let notifier = Notifier::from_env();
+    let mut d = Daemon {
+        watchdog: notifier.watchdog.map(tokio::time::interval),
+        shared,
+        notifier,
+        procfs,
+        memory: Memory { book, known: std::collections::HashMap::new() },
+        schedule: Schedule::new(),
+        exits: ExitWatch::new(connector),
+        births: Births::new(),
+        endings: super::endings::Endings::default(),
+        swept: None,
+        pressure,
+        desktop: report::desktop::Desktop::new(),
+        config,
+        state_path,
+        state_writes: report::log::Repeated::new("state file"),
+        metrics_writes: report::log::Repeated::new("metrics textfile"),
+    };
+    {
+        let s = d.shared.borrow();
+        tracing::info!(
+            "mcp-reaperd {} started: mode={} events={} interval={}s grace={}s socket={} config={}",
+            env!("CARGO_PKG_VERSION"),
+            s.mode(),
+            s.event_mode,
+            s.cfg.interval_secs,
+            s.cfg.grace_secs,
+            socket_path.display(),
+            s.cfg.sources.join(", ")
+        );
+    }
+    let code = d.run(req_rx).await;
+    server.abort();
+    let _ = std::fs::remove_file(&socket_path);
+    drop(lock);
+    code
+}
+
+/// The proc connector when it is proven to deliver, else pidfd mode and why.
+fn open_events(
+    args: &Args,
+    interval_secs: u64,
+) -> (Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>, &'static str, Option<String>) {
+    let opened = if args.no_events {
+        Err(std::io::Error::other("disabled by --no-events"))
+    } else {
+        // A subscription that delivers nothing would make the daemon deaf:
+        // prove that events flow before relying on them.
+        Connector::open()
+            .and_then(|fd| Connector::prove(std::os::fd::AsFd::as_fd(&fd), Duration::from_millis(100)).map(|()| fd))
+            .and_then(sys::async_fd)
+    };
+    match opened {
+        Ok(c) => (Some(c), "netlink", None),
+        Err(e) => {
+            tracing::info!(
+                "process events unavailable ({e}); watching hosts with pidfds and scanning every {interval_secs}s"
+            );
+            (None, "pidfd", Some(e.to_string()))
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The process-wide [`Registry`] behind a mutex: the cached config files,
+//! homes, live hosts and markers, the configured servers of the last read,
+//! and the lineage. One per process: reads are cached by file, and the
+//! daemon's cycles run one at a time.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::files::{self, FileCache, Source};
+use super::lineage::{Lineage, Seen};
+use super::matching::{self, Running};
+use super::{Configured, FileReport, LiveHost, Origin, RECENT, markers};
+use crate::config::{Config, Role, RoleMatch};
+use crate::ids::Identity;
+use crate::scan::{ProcFs, Process, Snapshot};
+use crate::tree::Forest;
+
+/// Everything read, kept across cycles (one per process: reads are cached
+/// by file, and the daemon's cycles run one at a time).
+#[derive(Default)]
+pub struct Registry {
+    files: FileCache,
+    pub(super) homes: HashMap<u32, Option<PathBuf>>,
+    /// Live hosts: uid and working directory, read once per identity.
+    hosts: HashMap<Identity, (u32, Option<PathBuf>)>,
+    recent: HashMap<u32, Instant>,
+    pub lineage: Lineage,
+    /// Counts changes of `lineage`: the daemon saves its state file when it moved.
+    pub(super) lineage_changes: u64,
+    markers: HashMap<Identity, Option<markers::Markers>>,
+    pub(super) configured: Vec<Configured>,
+    pub(super) report: Vec<FileReport>,
+    pub(super) live: Vec<LiveHost>,
+    /// The users and projects last read, and when: a cycle applies the
+    /// configs up to four times (once per round of details), files are
+    /// looked at (one `stat` each) at most once per [`LOOK`].
+    pub(super) last: Option<(Vec<u32>, Vec<Project>, Instant)>,
+}
+
+/// A live host's working directory, with its uid.
+type Project = (u32, PathBuf);
+
+/// How often unchanged users and projects have their files looked at.
+const LOOK: Duration = Duration::from_secs(1);
+
+/// What one read found: the servers, the files, the paths to keep cached.
+#[derive(Default)]
+struct Found {
+    configured: Vec<Configured>,
+    report: Vec<FileReport>,
+    keep: HashSet<PathBuf>,
+}
+
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
+
+/// The registry, locked (a panic while it was held leaves it usable).
+pub(super) fn lock() -> std::sync::MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn proc_dir(procfs: &ProcFs, p: &Process) -> PathBuf {
+    procfs.root().join(p.pid().get().to_string())
+}
+
+fn uid_of(procfs: &ProcFs, p: &Process) -> Option<u32> {
+    p.uid().map(|u| u.0).or_else(|| std::fs::metadata(proc_dir(procfs, p)).ok().map(|m| m.uid()))
+}
+
+fn cwd_of(procfs: &ProcFs, p: &Process) -> Option<PathBuf> {
+    let c = std::fs::read_link(proc_dir(procfs, p).join("cwd")).ok()?;
+    (c.is_absolute() && !c.to_string_lossy().ends_with(" (deleted)")).then_some(c)
+}
+
+/// A user's home: the reaper's own from `$HOME` (as for any program, and
+/// what lets tests point it at a fixture), anyone else's from the passwd
+/// database.
+fn home_of(uid: u32, self_uid: u32) -> Option<PathBuf> {
+    if uid == self_uid
+        && let Some(h) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
+    {
+        return Some(h);
+    }
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[2].parse() == Ok(uid)).then(|| PathBuf::from(f[5])).filter(|h| h.is_absolute())
+    })
+}
+
+impl Registry {
+    pub(super) fn apply(&mut self, procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest) {
+        let self_uid = snap.ctx.self_uid.map_or_else(|| rustix::process::getuid().as_raw(), |u| u.0);
+        let eligible = |u: u32| if self_uid == 0 { u >= cfg.min_uid } else { u == self_uid };
+        let now = Instant::now();
+
+        // Live hosts in scope, with their uid and project directory.
+        let mut live_hosts = Vec::new();
+        for (i, p) in snap.procs.iter().enumerate() {
+            if forest.role(i) != Role::Host || !forest.in_scope(i) || p.state.is_zombie() {
+                continue;
+            }
+            let known = if let Some(k) = self.hosts.get(&p.id) {
+                k.clone()
+            } else {
+                let Some(uid) = uid_of(procfs, p) else { continue };
+                let k = (uid, cwd_of(procfs, p));
+                self.hosts.insert(p.id, k.clone());
+                k
+            };
+            if eligible(known.0) {
+                self.recent.insert(known.0, now);
+                live_hosts.push((i, known));
+            }
+        }
+        self.live = live_hosts
+            .iter()
+            .map(|(i, (uid, cwd))| {
+                let p = &snap.procs[*i];
+                LiveHost {
+                    pid: p.pid().get(),
+                    program: p.program.name(&p.cmdline).to_string(),
+                    uid: *uid,
+                    cwd: cwd.as_ref().map(|c| c.display().to_string()),
+                }
+            })
+            .collect();
+        let live: HashSet<Identity> = live_hosts.iter().map(|&(i, _)| snap.procs[i].id).collect();
+        self.hosts.retain(|id, _| live.contains(id));
+        self.recent.retain(|_, t| now.duration_since(*t) < RECENT);
+
+        // Users with a host alive lately, or with servers seen below one
+        // (a `--once` timer learns those from its state file).
+        let mut uids: Vec<u32> = self.recent.keys().copied().collect();
+        uids.extend(self.lineage.seen.values().map(|s| s.uid).filter(|&u| eligible(u)));
+        if eligible(self_uid) {
+            uids.push(self_uid);
+        }
+        uids.sort_unstable();
+        uids.dedup();
+        self.read(&uids, self_uid, &live_hosts);
+        self.classify(procfs, cfg, snap, forest, &live_hosts);
+    }
+
+    /// Reads (or takes from the cache) every file of `uids` and of the
+    /// live hosts' projects, into `configured` and `report`.
+    pub(super) fn read(&mut self, uids: &[u32], self_uid: u32, live_hosts: &[(usize, (u32, Option<PathBuf>))]) {
+        let mut projects: Vec<Project> = live_hosts.iter().filter_map(|(_, (u, c))| Some((*u, c.clone()?))).collect();
+        projects.sort();
+        projects.dedup();
+        let now = Instant::now();
+        if let Some((u, p, at)) = &self.last
+            && u == uids
+            && *p == projects
+            && now.duration_since(*at) < LOOK
+        {
+            return;
+        }
+        self.last = Some((uids.to_vec(), projects.clone(), now));
+        let mut out = Found::default();
+        for &uid in uids {
+            let home = self.homes.entry(uid).or_insert_with(|| home_of(uid, self_uid)).clone();
+            let Some(home) = home else { continue };
+            for s in files::USER {
+                let path = home.join(s.rel);
+                let shown = format!("~/{}", s.rel);
+                self.one(uid, s, &path, &shown, None, &mut out);
+            }
+        }
+        for (uid, dir) in &projects {
+            if !uids.contains(uid) {
+                continue;
+            }
+            for s in files::PROJECT {
+                let path = dir.join(s.rel);
+                if out.keep.contains(&path) {
+                    continue; // a host started in the home: read as the user's
+                }
+                let shown = path.display().to_string();
+                self.one(*uid, s, &path, &shown, Some(dir), &mut out);
+            }
+        }
+        self.files.retain(&out.keep);
+        self.configured = out.configured;
+        self.report = out.report;
+    }
+
+    /// One file of `uid` (shown as `shown`), of a project or of the home.
+    fn one(&mut self, uid: u32, s: &Source, path: &Path, shown: &str, project: Option<&PathBuf>, out: &mut Found) {
+        out.keep.insert(path.to_path_buf());
+        let Some(read) = self.files.get(path, s.format, uid) else { return };
+        let (servers, error) = match &read {
+            Ok(d) => (Some(d.len()), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        out.report.push(FileReport { uid, host: s.host, path: shown.to_string(), servers, error });
+        let Ok(decls) = read else { return };
+        for d in decls.iter() {
+            // A relative `cwd` is the host's: the project's, or unknown.
+            let cwd = match (&d.cwd, project) {
+                (Some(c), _) if Path::new(c).is_absolute() => Some(PathBuf::from(c)),
+                (Some(c), Some(p)) => Some(p.join(c)),
+                (None, Some(p)) => Some(p.clone()),
+                _ => None,
+            };
+            let Some(pattern) = matching::compile(&d.argv, cwd.as_deref()) else { continue };
+            out.configured.push(Configured {
+                uid,
+                host: s.host,
+                file: shown.to_string(),
+                key: d.key.clone(),
+                command: d.argv.iter().map(|a| crate::redact::redact(a).into_owned()).collect(),
+                program: pattern.name.clone(),
+                weak: pattern.weak,
+                pattern,
+            });
+        }
+    }
+
+    /// Makes servers of the processes the configured commands (or the
+    /// lineage) name; records what is seen below a live host.
+    fn classify(
+        &mut self,
+        procfs: &ProcFs,
+        cfg: &Config,
+        snap: &Snapshot,
+        forest: &mut Forest,
+        live_hosts: &[(usize, (u32, Option<PathBuf>))],
+    ) {
+        if self.configured.is_empty() && self.lineage.seen.is_empty() {
+            self.markers.clear();
+            return; // nothing to match: the common case costs nothing
+        }
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (k, c) in self.configured.iter().enumerate() {
+            by_name.entry(c.pattern.name.clone()).or_default().push(k);
+        }
+        let host_idx: HashMap<usize, u32> = live_hosts.iter().map(|&(i, (u, _))| (i, u)).collect();
+        let mut found: Vec<(usize, Origin, Option<Seen>)> = Vec::new();
+        for (i, p) in snap.procs.iter().enumerate() {
+            if p.kernel_thread || p.cmdline.is_empty() || p.state.is_zombie() || !forest.in_scope(i) {
+                continue;
+            }
+            if !matches!(forest.role(i), Role::Other | Role::Launcher) {
+                continue;
+            }
+            let remembered = self.lineage.seen.get(&p.id).cloned();
+            let candidates = by_name.get(p.program.name(&p.cmdline)).cloned().unwrap_or_default();
+            if candidates.is_empty() && remembered.is_none() {
+                continue;
+            }
+            if cfg.matcher.is_bystander(crate::tree::subject(p)) {
+                continue;
+            }
+            // The nearest live host above, if any.
+            let host = forest.ancestors(i).into_iter().find(|a| host_idx.contains_key(a));
+            let host_uid = host.map(|h| host_idx[&h]);
+            let hit = self.first_hit(procfs, snap, p, &candidates, host, host_uid);
+            let (origin, seen) = match (hit, remembered) {
+                (Some(k), remembered) => {
+                    let c = &self.configured[k];
+                    let origin = Origin { file: c.file.clone(), key: c.key.clone(), seen_below: None };
+                    let seen = self.seen(procfs, snap, p, k, host).or(remembered);
+                    (origin, seen)
+                }
+                (None, Some(s)) => (Origin { file: s.file.clone(), key: s.key.clone(), seen_below: None }, Some(s)),
+                (None, None) => continue,
+            };
+            found.push((i, origin, seen));
+        }
+        for (i, mut origin, seen) in found {
+            if let Some(s) = seen {
+                origin.seen_below = Some((s.host.clone(), s.host_pid, s.session.clone()));
+                if let Some(id) = s.id()
+                    && self.lineage.seen.get(&id) != Some(&s)
+                {
+                    self.lineage.seen.insert(id, s);
+                    self.lineage_changes += 1;
+                }
+            }
+            let protect = forest.roles[i].protect;
+            forest.roles[i] = RoleMatch { role: Role::Server, pattern: None, protect };
+            forest.origins.insert(i, Arc::new(origin));
+        }
+        let present: HashSet<Identity> = snap.procs.iter().map(|p| p.id).collect();
+        let before = self.lineage.seen.len();
+        self.lineage.retain_live(|id| present.contains(&id));
+        if self.lineage.seen.len() != before {
+            self.lineage_changes += 1;
+        }
+        self.markers.retain(|id, _| present.contains(id));
+    }
+
+    /// The first configured command of `p`'s user that `p` runs. A weak
+    /// one counts only below a live host of that user, for a child carrying
+    /// the host's marker.
+    fn first_hit(
+        &mut self,
+        procfs: &ProcFs,
+        snap: &Snapshot,
+        p: &Process,
+        candidates: &[usize],
+        host: Option<usize>,
+        host_uid: Option<u32>,
+    ) -> Option<usize> {
+        if candidates.is_empty() {
+            return None;
+        }
+        let uid = uid_of(procfs, p)?;
+        let running = Running { cmdline: &p.cmdline, program: p.program };
+        let mut cwd = None;
+        for &k in candidates {
+            let (cuid, pattern) = (self.configured[k].uid, self.configured[k].pattern.clone());
+            if cuid != uid || pattern.weak && host_uid != Some(uid) {
+                continue;
+            }
+            if !pattern.matches(&running, || cwd.get_or_insert_with(|| cwd_of(procfs, p)).clone()) {
+                continue;
+            }
+            if !pattern.weak || self.marked(procfs, snap, p, host) {
+                return Some(k);
+            }
+        }
+        None
+    }
+
+    /// `p`, matching configured entry `k`, as seen below live host `host`:
+    /// if it is that host's stdio child (fd 0 a pipe or socket, or not yet
+    /// known; one on /dev/null or a terminal was started to run on its own).
+    fn seen(&mut self, procfs: &ProcFs, snap: &Snapshot, p: &Process, k: usize, host: Option<usize>) -> Option<Seen> {
+        let stdio = p.details.as_ref().is_none_or(|d| {
+            let kind = d.fd_kind(0);
+            kind.is_link() || kind == crate::scan::FdKind::Unknown
+        });
+        let hp = &snap.procs[host.filter(|_| stdio)?];
+        let session = self.markers_of(procfs, p).and_then(|m| m.session);
+        let c = &self.configured[k];
+        Some(Seen {
+            pid: p.pid().get(),
+            start_time: p.id.start_time.0,
+            uid: c.uid,
+            host_pid: hp.pid().get(),
+            host_start_time: hp.id.start_time.0,
+            host: hp.program.name(&hp.cmdline).to_string(),
+            session,
+            file: c.file.clone(),
+            key: c.key.clone(),
+        })
+    }
+
+    fn markers_of(&mut self, procfs: &ProcFs, p: &Process) -> Option<markers::Markers> {
+        self.markers.entry(p.id).or_insert_with(|| markers::read(&proc_dir(procfs, p))).clone()
+    }
+
+    /// Whether `p` carries the marker of the host family above it.
+    fn marked(&mut self, procfs: &ProcFs, snap: &Snapshot, p: &Process, host: Option<usize>) -> bool {
+        let Some(h) = host else { return false };
+        let hp = &snap.procs[h];
+        let family = markers::family(hp.program.name(&hp.cmdline));
+        family == markers::Family::Unmarked || self.markers_of(procfs, p).is_some_and(|m| m.fit(family))
+    }
+}
