@@ -162,7 +162,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
     };
     // Before the cycle: a stale cgroup that still holds processes is left
     // to the next run, once the cycle has judged (and maybe ended) them.
-    let swept = crate::session::stale::sweep_and_log(&procfs, mode == Mode::DryRun);
+    let swept = crate::session::stale::sweep_and_log(&procfs, mode == Mode::DryRun, args.scope);
     let mut memory = Memory { book, known: HashMap::new() };
     let planned = cycle.plan(&mut memory, Read::Fresh);
     if let Some(Err(e)) = &planned.saved {

@@ -331,7 +331,7 @@ impl Daemon {
         }
         let res = tokio::task::spawn_blocking(move || {
             if sweep {
-                crate::session::stale::sweep_and_log(&procfs, dry_run);
+                crate::session::stale::sweep_and_log(&procfs, dry_run, scope);
             }
             let seen = pressure_file.map(|f| crate::scan::pressure::read(&f));
             let pressure = seen.as_ref().and_then(|r| r.as_ref().ok().copied());

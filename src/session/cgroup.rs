@@ -32,7 +32,11 @@ impl Hierarchy {
 
     /// The directory of a cgroup path (`/proc/PID/cgroup`'s `0::` line).
     pub fn dir_of(&self, path: &str) -> Option<PathBuf> {
-        let rest = if self.mount_root == "/" { Some(path) } else { path.strip_prefix(self.mount_root.as_str()) }?;
+        let rest = if self.mount_root == "/" { path } else { path.strip_prefix(self.mount_root.as_str())? };
+        // `/outer` is not below a mount of `/out`.
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
         Some(self.mount.join(rest.trim_start_matches('/')))
     }
 
@@ -190,6 +194,8 @@ mod tests {
         assert_eq!(h.mount, Path::new("/sys/fs/cgroup/unified"));
         assert_eq!(h.dir_of("/outer/a/b").unwrap(), Path::new("/sys/fs/cgroup/unified/a/b"));
         assert_eq!(h.dir_of("/elsewhere"), None);
+        assert_eq!(h.dir_of("/outerX/a"), None);
+        assert_eq!(h.dir_of("/outer").unwrap(), Path::new("/sys/fs/cgroup/unified"));
         assert_eq!(v2_path("4:memory:/x\n0::/user.slice/s.scope\n").as_deref(), Some("/user.slice/s.scope"));
         assert_eq!(Hierarchy::from_mountinfo("31 23 0:28 / /x rw - tmpfs tmpfs rw\n"), None);
     }

@@ -42,13 +42,30 @@ pub struct Swept {
 
 /// Finds the stale session cgroups in the hierarchies this `/proc` (its
 /// `self/mountinfo`) shows, and removes the empty ones unless `dry_run`.
-pub fn sweep(procfs: &ProcFs, dry_run: bool) -> Swept {
+/// With a `scope` (a reaper scoped to one process's subtree), only below
+/// that process's own cgroups: the sweep stays inside the scope too.
+pub fn sweep(procfs: &ProcFs, dry_run: bool, scope: Option<Pid>) -> Swept {
     let mut out = Swept::default();
     let Ok(mountinfo) = std::fs::read_to_string(procfs.root().join("self/mountinfo")) else { return out };
-    let mounts: Vec<Hierarchy> =
-        [Hierarchy::from_mountinfo(&mountinfo), super::memcg_v1::hierarchy(&mountinfo)].into_iter().flatten().collect();
-    for h in mounts {
-        for dir in session_dirs(&h.mount) {
+    let scope_cgroups = match scope {
+        Some(pid) => match std::fs::read_to_string(procfs.root().join(pid.to_string()).join("cgroup")) {
+            Ok(t) => Some(t),
+            Err(_) => return out, // the scope is gone: nothing is inside it
+        },
+        None => None,
+    };
+    let v2 = Hierarchy::from_mountinfo(&mountinfo).map(|h| (h, super::cgroup::v2_path as fn(&str) -> Option<String>));
+    let v1 =
+        super::memcg_v1::hierarchy(&mountinfo).map(|h| (h, super::memcg_v1::memory_path as fn(&str) -> Option<String>));
+    for (h, path_in) in [v2, v1].into_iter().flatten() {
+        let top = match &scope_cgroups {
+            Some(text) => match path_in(text).and_then(|p| h.dir_of(&p)) {
+                Some(dir) => dir,
+                None => continue,
+            },
+            None => h.mount.clone(),
+        };
+        for dir in session_dirs(&top) {
             let Some(wrapper) = wrapper_of(&dir) else { continue };
             if procfs.cmdline(wrapper).is_some_and(|c| super::is_run_wrapper(&c)) {
                 continue; // a live session (or its pid reused by a new one)
@@ -75,8 +92,8 @@ pub fn sweep(procfs: &ProcFs, dry_run: bool) -> Swept {
 /// [`sweep`], each finding logged: a removal at info, a cgroup still in
 /// use at debug (it is seen again each sweep), a failure at warn (debug when
 /// this reaper may not remove it: another user's).
-pub fn sweep_and_log(procfs: &ProcFs, dry_run: bool) -> Swept {
-    let swept = sweep(procfs, dry_run);
+pub fn sweep_and_log(procfs: &ProcFs, dry_run: bool, scope: Option<Pid>) -> Swept {
+    let swept = sweep(procfs, dry_run, scope);
     for d in &swept.removed {
         let what = if dry_run { "would remove" } else { "removed" };
         tracing::info!(reaper_action = "cgroup", "{what} the stale `reaperctl run` session cgroup {}", d.display());
@@ -158,5 +175,33 @@ mod tests {
         assert_eq!(wrapper_of(Path::new("/x/mcp-reaper-run-")), None);
         assert_eq!(wrapper_of(Path::new("/x/mcp-reaper-run-0")), None);
         assert_eq!(wrapper_of(Path::new("/x/other-42")), None);
+    }
+
+    /// A scoped sweep looks only below the scope's own cgroup.
+    #[test]
+    fn a_scoped_sweep_stays_below_the_scopes_cgroup() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, cg) = (dir.path().join("proc"), dir.path().join("cg"));
+        std::fs::create_dir_all(proc.join("self")).unwrap();
+        std::fs::create_dir_all(proc.join("77")).unwrap();
+        let mountinfo = format!("41 31 0:38 / {} rw,relatime - cgroup2 cgroup2 rw\n", cg.display());
+        std::fs::write(proc.join("self/mountinfo"), mountinfo).unwrap();
+        std::fs::write(proc.join("77/cgroup"), "0::/inside\n").unwrap();
+        let old = std::time::SystemTime::now() - MIN_AGE * 2;
+        for d in ["inside/mcp-reaper-run-99991", "outside/mcp-reaper-run-99992"] {
+            let d = cg.join(d);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cgroup.procs"), "").unwrap();
+            std::fs::File::open(&d).unwrap().set_modified(old).unwrap();
+        }
+        let procfs = ProcFs::new(&proc);
+        let names =
+            |s: &Swept| s.removed.iter().map(|d| d.strip_prefix(&cg).unwrap().to_path_buf()).collect::<Vec<_>>();
+        let all = sweep(&procfs, true, None);
+        assert_eq!(names(&all).len(), 2, "{all:?}");
+        let scoped = sweep(&procfs, true, Pid::new(77));
+        assert_eq!(names(&scoped), [PathBuf::from("inside/mcp-reaper-run-99991")], "{scoped:?}");
+        // A scope that is gone has nothing inside it.
+        assert!(sweep(&procfs, true, Pid::new(78)).removed.is_empty());
     }
 }
