@@ -16,9 +16,6 @@ _reaperctl() {
             ",$1")
                 cmd="reaperctl"
                 ;;
-            reaperctl,desktop-notify)
-                cmd="reaperctl__subcmd__desktop__subcmd__notify"
-                ;;
             reaperctl,help)
                 cmd="reaperctl__subcmd__help"
                 ;;
@@ -48,9 +45,6 @@ _reaperctl() {
                 ;;
             reaperctl,validate)
                 cmd="reaperctl__subcmd__validate"
-                ;;
-            reaperctl__subcmd__help,desktop-notify)
-                cmd="reaperctl__subcmd__help__subcmd__desktop__subcmd__notify"
                 ;;
             reaperctl__subcmd__help,help)
                 cmd="reaperctl__subcmd__help__subcmd__help"
@@ -89,7 +83,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics run session-end desktop-notify help"
+            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -110,53 +104,9 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        reaperctl__subcmd__desktop__subcmd__notify)
-            opts="-h --summary --body --config --socket --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --summary)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --body)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         reaperctl__subcmd__help)
-            opts="scan hosts validate status reload reap-now metrics run session-end desktop-notify help"
+            opts="scan hosts validate status reload reap-now metrics run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        reaperctl__subcmd__help__subcmd__desktop__subcmd__notify)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

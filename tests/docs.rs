@@ -94,3 +94,13 @@ fn man_pages_name_every_subcommand() {
         assert!(page.contains(sub), "reaperctl.1 lacks {sub}");
     }
 }
+
+/// The daemon's messenger (`reaperctl desktop-notify`) is no user's
+/// command: no completion offers it.
+#[test]
+fn completions_offer_no_internal_subcommand() {
+    for (path, bytes) in expected() {
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(!text.contains("desktop-notify"), "{} offers desktop-notify", path.display());
+    }
+}

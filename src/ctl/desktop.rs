@@ -21,6 +21,18 @@ use crate::report::desktop::{CAP, PREFIX};
 const SERVICE: &str = "org.freedesktop.Notifications";
 const PATH: &str = "/org/freedesktop/Notifications";
 
+/// The subcommand's name (the first argument, before anything else).
+pub const SUBCOMMAND: &str = "desktop-notify";
+
+/// `reaperctl desktop-notify` (run by mcp-reaperd for `[notify] desktop`):
+/// sends one desktop notification over the session D-Bus. Exits 0 sent, 69
+/// no session bus, 75 no answer within 1 s.
+#[derive(clap::Parser, Debug)]
+pub struct DesktopNotifyCli {
+    #[command(flatten)]
+    pub args: DesktopNotifyArgs,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct DesktopNotifyArgs {
     /// The notification's summary (its title).

@@ -89,10 +89,6 @@ pub enum Command {
     /// host is ending on purpose, so its trees are reaped as soon as it
     /// exits, without grace.
     SessionEnd(session_end::SessionEndArgs),
-    /// Send one desktop notification over the session D-Bus (run by
-    /// mcp-reaperd for `[notify] desktop`): 0 sent, 69 no session bus, 75 no answer within 1 s.
-    #[command(hide = true)]
-    DesktopNotify(desktop::DesktopNotifyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -143,6 +139,13 @@ pub(crate) fn read_grace(cfg: &Config) -> GraceBook {
 }
 
 pub fn main() -> ExitCode {
+    // `reaperctl desktop-notify`, the daemon's messenger, is parsed apart:
+    // no user runs it, so it is in no help, man page or completion (clap's
+    // completions list even hidden subcommands).
+    if std::env::args_os().nth(1).is_some_and(|a| a == desktop::SUBCOMMAND) {
+        let argv = std::iter::once(format!("reaperctl {}", desktop::SUBCOMMAND).into()).chain(std::env::args_os().skip(2));
+        return desktop::run(&desktop::DesktopNotifyCli::parse_from(argv).args);
+    }
     let cli = Cli::parse();
     match &cli.command {
         Command::Validate => validate(&cli),
@@ -154,7 +157,6 @@ pub fn main() -> ExitCode {
         Command::Metrics => metrics(&cli),
         Command::Run(args) => run::run(&cli.config, args),
         Command::SessionEnd(args) => session_end::run(&cli, args),
-        Command::DesktopNotify(args) => desktop::run(args),
     }
 }
 
