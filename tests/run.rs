@@ -421,6 +421,56 @@ fn memory_max_on_cgroup_v1_alone() {
     assert!(!dir.exists(), "{} was left: {err}", dir.display());
 }
 
+/// A pid hopper (`perl -e`). It gives up by itself after 20 s: a bound,
+/// should everything else fail.
+const HOP: &str = "$SIG{TERM} = 'IGNORE'; $0 = 'pid-hopper'; my $end = time + 20; \
+    while (time < $end) { my $p = fork; exit 0 if $p; select(undef, undef, undef, 0.001) }";
+
+/// Ends whatever is still in a cgroup this test's wrapper made.
+struct KillCgroupOnDrop(std::path::PathBuf);
+
+impl Drop for KillCgroupOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.join("cgroup.kill"), "1");
+    }
+}
+
+/// A leftover that keeps changing its pid (forks, and the parent exits, a
+/// thousand times a second, ignoring SIGTERM) is never there when a signal
+/// comes: the SIGTERM → SIGKILL rounds miss it, and `cgroup.kill`, which
+/// takes the whole cgroup at once, ends it.
+#[test]
+fn a_leftover_that_keeps_changing_its_pid_is_ended_by_cgroup_kill() {
+    let test = "a_leftover_that_keeps_changing_its_pid_is_ended_by_cgroup_kill";
+    if !is_root() {
+        return skip(test, "needs root to make a cgroup");
+    }
+    let Some(perl) = common::find_tool("perl") else { return skip(test, "perl is missing") };
+    let host = Spec::new(&["claude"]).child(Spec::new(&[perl.to_str().unwrap(), "-e", HOP]).real());
+    let dir = TempDir::new("run-hop");
+    let cfg = config(&dir);
+    let mut w = Wrapped::start(&cfg, &["--grace", "0.2"], &host, dir);
+    w.wait_ready(1);
+    let host = w.pid_of("claude");
+    let Some(dirs) = session_dirs(host, w.pid()) else { return skip(test, "no cgroup leaf for a session here") };
+    // Should the wrapper fail, the hopper must still end with the test: it
+    // would run (and fill the pid table with zombies) forever.
+    let _guard = KillCgroupOnDrop(dirs[0].clone());
+    let hoppers = || {
+        descendants_of(rustix::process::getpid().as_raw_nonzero().get())
+            .into_iter()
+            .filter(|&p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"pid-hopper")))
+            .count()
+    };
+    assert!(wait_until(Duration::from_secs(10), || hoppers() > 0), "the hopper did not start");
+    w.signal(Signal::TERM);
+    let (st, err) = w.finish();
+    assert_eq!(st.code(), Some(128 + 15), "{err}");
+    assert!(err.contains("cgroup.kill was needed"), "{err}");
+    assert_eq!(hoppers(), 0, "the hopper outlived its session: {err}");
+    assert!(!dirs[0].exists(), "the leaf {} was left: {err}", dirs[0].display());
+}
+
 #[test]
 fn scan_names_a_leftover_an_orphan_of_its_session() {
     let dir = TempDir::new("run-scan");

@@ -143,7 +143,8 @@ pub fn main() -> ExitCode {
     // no user runs it, so it is in no help, man page or completion (clap's
     // completions list even hidden subcommands).
     if std::env::args_os().nth(1).is_some_and(|a| a == desktop::SUBCOMMAND) {
-        let argv = std::iter::once(format!("reaperctl {}", desktop::SUBCOMMAND).into()).chain(std::env::args_os().skip(2));
+        let argv =
+            std::iter::once(format!("reaperctl {}", desktop::SUBCOMMAND).into()).chain(std::env::args_os().skip(2));
         return desktop::run(&desktop::DesktopNotifyCli::parse_from(argv).args);
     }
     let cli = Cli::parse();

@@ -155,6 +155,14 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
             if ended.cgroup_killed { "; cgroup.kill was needed" } else { "" },
         );
     }
+    if ended.left > 0 {
+        eprintln!(
+            "reaperctl run: {} process(es) are still in the session: they keep forking faster than they \
+             can be signalled{}",
+            ended.left,
+            if matches!(session, Session::Subreaper(_)) { " (a cgroup would end them at once)" } else { "" }
+        );
+    }
     for e in &ended.errors {
         eprintln!("reaperctl run: {e}");
     }

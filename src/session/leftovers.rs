@@ -30,6 +30,8 @@ pub struct Ended {
     pub escalated: bool,
     /// `cgroup.kill` was needed.
     pub cgroup_killed: bool,
+    /// Processes still in the session at the end (new ones kept coming).
+    pub left: usize,
     pub errors: Vec<String>,
 }
 
@@ -102,6 +104,7 @@ impl Session {
         ended.found = seen.len();
         let left: HashSet<Identity> = self.members(procfs).into_iter().collect();
         ended.gone = seen.iter().filter(|id| !left.contains(id)).count();
+        ended.left = left.len();
         ended
     }
 }
