@@ -8,7 +8,11 @@
 //! cgroup of the test's own, and `SYSTEMD_UNIT_PATH` naming a directory of
 //! three units written here: nothing of the machine's (no tmpfiles, no
 //! sysctl, no mounts) is started. A user manager is `systemd --user` as a
-//! service of that PID 1, for uid 65534.
+//! service of that PID 1, for uid 65534. The hybrid boot mounts each of the
+//! machine's v1 hierarchies, rooted at a cgroup made for it, beside cgroup2
+//! at `unified`; systemd mounts the v1 controllers the machine left
+//! unmounted itself (inside the namespace; the empty cgroups it makes in
+//! them are not removed).
 //!
 //! Safety: everything runs inside the new PID namespace, whose PID 1 is this
 //! test's grandchild; the end of each test SIGKILLs that PID 1 (by pid), which
@@ -17,6 +21,7 @@
 
 mod common;
 
+use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -47,14 +52,22 @@ struct Systemd {
     unshare: Child,
     /// systemd's pid, as this test sees it.
     pid: i32,
-    /// The cgroup the namespace's cgroup2 mount is rooted at.
-    cgroup: PathBuf,
+    /// The cgroups the namespace's cgroup mounts are rooted at (v2 first).
+    cgroups: Vec<PathBuf>,
     dir: TempDir,
 }
 
 impl Systemd {
-    /// Boots it, or says why not (and the test skips).
+    /// Boots it on the unified layout (cgroup v2 alone), or says why not
+    /// (and the test skips).
     fn boot(test: &str) -> Option<Systemd> {
+        Systemd::boot_on(test, false)
+    }
+
+    /// Boots it on the unified layout, or (`hybrid`) on the hybrid one:
+    /// the machine's v1 hierarchies (the memory controller among them) and
+    /// cgroup2 at `unified`, each rooted at a cgroup made for this boot.
+    fn boot_on(test: &str, hybrid: bool) -> Option<Systemd> {
         if !is_root() {
             skip(test, "booting systemd in namespaces of its own needs root");
             return None;
@@ -75,7 +88,23 @@ impl Systemd {
             skip(test, "no cgroup v2 hierarchy is mounted");
             return None;
         };
+        let v1 = if hybrid { v1_hierarchies(cgroup.file_name().unwrap().to_str().unwrap()) } else { Vec::new() };
+        if hybrid && !v1.iter().any(|h| h.options.split(',').any(|o| o == "memory")) {
+            skip(test, "no cgroup v1 memory hierarchy here to boot a hybrid systemd on");
+            return None;
+        }
         fs::create_dir(&cgroup).expect("a cgroup for the namespace");
+        let mut cgroups = vec![cgroup.clone()];
+        for h in &v1 {
+            fs::create_dir(&h.dir).expect("a v1 cgroup for the namespace");
+            // A new v1 cpuset has no cpus nor mems: nothing could join it.
+            for f in ["cpuset.cpus", "cpuset.mems"] {
+                if let Ok(v) = fs::read_to_string(h.dir.parent().unwrap().join(f)) {
+                    fs::write(h.dir.join(f), v).unwrap();
+                }
+            }
+            cgroups.push(h.dir.clone());
+        }
         let dir = TempDir::new("systemd");
         let units = dir.path().join("units");
         fs::create_dir(&units).unwrap();
@@ -83,20 +112,35 @@ impl Systemd {
         fs::write(units.join("system.slice"), SLICE_UNIT).unwrap();
         fs::write(units.join("user.slice"), SLICE_UNIT).unwrap();
         fs::write(units.join("reaper-user@.service"), USER_MANAGER_UNIT).unwrap();
-        // Inside: a private /run, cgroup2 rooted at the new cgroup namespace
-        // (a hybrid machine's v1 mounts hidden), then systemd.
+        // Inside: a private /run, the cgroup mounts rooted at the new cgroup
+        // namespace (unified: cgroup2 alone, a hybrid machine's v1 mounts
+        // hidden), then systemd.
+        let mounts = if hybrid {
+            let mut m = String::from("mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup; ");
+            for h in &v1 {
+                let _ = write!(
+                    m,
+                    "mkdir /sys/fs/cgroup/{0}; mount -t cgroup -o {1} cgroup /sys/fs/cgroup/{0}; ",
+                    h.name, h.options
+                );
+            }
+            m + "mkdir /sys/fs/cgroup/unified; mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified;"
+        } else {
+            String::from("mount -t cgroup2 cgroup2 /sys/fs/cgroup;")
+        };
         let inner = format!(
             "set -e; mount -t tmpfs -o mode=755 tmpfs /run; \
-             umount -R /sys/fs/cgroup 2>/dev/null || umount -l /sys/fs/cgroup; \
-             mount -t cgroup2 cgroup2 /sys/fs/cgroup; \
+             umount -R /sys/fs/cgroup 2>/dev/null || umount -l /sys/fs/cgroup; {mounts} \
              export container=mcp-reaper-test SYSTEMD_UNIT_PATH={units}; \
              exec {SYSTEMD} --system --unit=reaper-test.target --log-target=null --show-status=no",
             units = units.display()
         );
+        let mut join = String::new();
+        for d in &cgroups {
+            let _ = write!(join, "echo $$ > {} && ", d.join("cgroup.procs").display());
+        }
         let outer = format!(
-            "echo $$ > {procs} && exec unshare --pid --fork --kill-child --mount --cgroup --uts --ipc --mount-proc \
-             bash -c '{inner}'",
-            procs = cgroup.join("cgroup.procs").display()
+            "{join}exec unshare --pid --fork --kill-child --mount --cgroup --uts --ipc --mount-proc bash -c '{inner}'"
         );
         let unshare = Command::new("bash")
             .args(["-c", &outer])
@@ -105,7 +149,7 @@ impl Systemd {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawning unshare");
-        let mut sd = Systemd { pid: 0, unshare, cgroup, dir };
+        let mut sd = Systemd { pid: 0, unshare, cgroups, dir };
         let unshare_pid = sd.unshare.id().cast_signed();
         let found = wait_until(Duration::from_secs(20), || {
             sd.pid = common::descendants_of(unshare_pid).into_iter().find(|&p| comm(p) == "systemd").unwrap_or(0);
@@ -190,7 +234,9 @@ impl Drop for Systemd {
         let _ = self.unshare.kill();
         let _ = self.unshare.wait();
         // systemd's cgroups, deepest first, once their processes are gone.
-        wait_until(Duration::from_secs(10), || remove_tree(&self.cgroup).is_ok());
+        for d in &self.cgroups {
+            wait_until(Duration::from_secs(10), || remove_tree(d).is_ok());
+        }
         let _ = &self.dir;
     }
 }
@@ -215,6 +261,59 @@ fn is_scope(cgroup: &str) -> bool {
 
 fn comm(pid: i32) -> String {
     fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim_end().to_string()
+}
+
+/// A cgroup v1 hierarchy of this machine, as a hybrid boot mounts it.
+struct V1 {
+    /// The mount point's last component (`memory`, `systemd`, `cpu`).
+    name: String,
+    /// The mount's options that name the hierarchy (`memory`, `none,name=systemd`).
+    options: String,
+    /// The cgroup made for the boot below this process's own.
+    dir: PathBuf,
+}
+
+/// Every v1 hierarchy mounted here, with a cgroup `name` below this
+/// process's own in each.
+fn v1_hierarchies(name: &str) -> Vec<V1> {
+    let mi = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut out = Vec::new();
+    for l in mi.lines() {
+        let Some((pre, post)) = l.split_once(" - ") else { continue };
+        let post: Vec<&str> = post.split(' ').collect();
+        if post.first() != Some(&"cgroup") || post.len() < 3 {
+            continue;
+        }
+        let pre: Vec<&str> = pre.split(' ').collect();
+        let (root, point) = (pre[3], pre[4]);
+        // The hierarchy's own options: its controllers, or a `name=`.
+        let opts: Vec<&str> =
+            post[2].split(',').filter(|o| !matches!(*o, "rw" | "ro") && !o.starts_with("release_agent")).collect();
+        let key: Vec<&str> = opts.iter().copied().filter(|o| *o != "none" && *o != "clone_children").collect();
+        let Some(path) = own.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+            let mut a: Vec<&str> = ctl.split(',').collect();
+            let mut b = key.clone();
+            a.sort_unstable();
+            b.sort_unstable();
+            (a == b).then_some(path)
+        }) else {
+            continue;
+        };
+        let Some(rest) = path.strip_prefix(root.trim_end_matches('/')) else { continue };
+        let mut options = opts.join(",");
+        if key.iter().any(|k| k.starts_with("name=")) && !opts.contains(&"none") {
+            options = format!("none,{options}");
+        }
+        out.push(V1 {
+            name: Path::new(point).file_name().unwrap().to_string_lossy().into_owned(),
+            options,
+            dir: Path::new(point).join(rest.trim_start_matches('/')).join(name),
+        });
+    }
+    out
 }
 
 /// This process's cgroup v2 directory.
@@ -422,7 +521,7 @@ fn memory_max_in_a_scope_is_applied_or_refused() {
         .unwrap();
     if controllers.split_whitespace().any(|c| c == "memory") {
         assert!(wait_until(Duration::from_secs(20), || !reports.lines("ready").is_empty()));
-        let pid = sd.pids_of("claude")[0];
+        let pid = sd.pids_of(fakeproc_path().to_str().unwrap())[0];
         let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
         let cg = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
         assert!(is_scope(cg), "{cg}");
@@ -444,6 +543,40 @@ fn memory_max_in_a_scope_is_applied_or_refused() {
         assert!(err.contains("--memory-max") && err.contains("memory"), "{err}");
         assert!(reports.lines("ready").is_empty(), "the host ran without its limit: {err}");
     }
+}
+
+/// On a hybrid machine (the memory controller bound to v1) the system
+/// manager applies `MemoryMax=` to the scope's v1 memory cgroup; the
+/// wrapper reads it back there before it lets the host run on.
+#[test]
+fn memory_max_in_a_scope_on_a_hybrid_machine() {
+    let test = "memory_max_in_a_scope_on_a_hybrid_machine";
+    let Some(sd) = Systemd::boot_on(test, true) else { return };
+    let reports = Reports::new();
+    let host = Spec::new(&["claude"]);
+    let mut child = reports
+        .wrap(&sd, "", &["--memory-max", "80M"], &host)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ran = wait_until(Duration::from_secs(20), || {
+        !reports.lines("ready").is_empty() || child.try_wait().ok().flatten().is_some()
+    });
+    assert!(ran && !reports.lines("ready").is_empty(), "the host did not run: {}", text(&wait_out(&mut child).stderr));
+    // The host's command line is the one the wrapper ran (fakeproc's path).
+    let Some(&pid) = sd.pids_of(fakeproc_path().to_str().unwrap()).first() else {
+        panic!("the host is gone: {}", text(&wait_out(&mut child).stderr));
+    };
+    let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let memory = cg.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string())).unwrap();
+    assert!(memory.contains("/system.slice/mcp-reaper-run-") && is_scope(&memory), "{memory}");
+    let inner = memory.split_once("/system.slice/").map(|(_, s)| format!("/system.slice/{s}")).unwrap();
+    let limit = sd.run_as_root("", &["cat", &format!("/sys/fs/cgroup/memory{inner}/memory.limit_in_bytes")]);
+    assert_eq!(text(&limit.stdout).trim(), (80u64 << 20).to_string(), "{}", text(&limit.stderr));
+    common::sigkill(pid);
+    let out = wait_out(&mut child);
+    assert_eq!(out.status.code(), Some(128 + 9), "{}", text(&out.stderr));
 }
 
 /// `reaperctl scan` in the namespace names a leftover of a scope session an
