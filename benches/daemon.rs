@@ -3,7 +3,13 @@
 //!
 //! `cargo bench --bench daemon` (as root for event mode; the pidfd mode runs
 //! as anyone). Env: `MCP_REAPER_BENCH_PROCS` (default 5000),
-//! `MCP_REAPER_BENCH_IDLE_SECS` (default 60).
+//! `MCP_REAPER_BENCH_IDLE_SECS` (default 60), `MCP_REAPER_BENCH_DAEMON` (the
+//! `mcp-reaperd` to measure; default the one `cargo bench` built). The
+//! default is not the shipped binary: a bench build unifies dev-dependencies'
+//! features into it (prometheus-parse turns on all of regex's Unicode
+//! tables, 260 KiB more text), so its resident memory reads high. For the
+//! shipped figure: `cargo build --release --target-dir target/shipped`, then
+//! `MCP_REAPER_BENCH_DAEMON=target/shipped/release/mcp-reaperd cargo bench --bench daemon`.
 //!
 //! Safety: the latency runs use `--scope` on this bench process, which makes
 //! itself a child subreaper, so the daemon can only ever see what the bench
@@ -20,6 +26,12 @@ use mcp_reaper::scan::ProcFs;
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The `mcp-reaperd` measured (see the header).
+fn daemon_binary() -> PathBuf {
+    std::env::var_os("MCP_REAPER_BENCH_DAEMON")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mcp-reaperd")), PathBuf::from)
 }
 
 struct Daemon(Child);
@@ -39,7 +51,7 @@ fn sock_of(dir: &Path, tag: &str) -> PathBuf {
 
 fn start_daemon(dir: &Path, tag: &str, args: &[&str]) -> Daemon {
     let sock = sock_of(dir, tag);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"));
+    let mut cmd = Command::new(daemon_binary());
     mcp_reaper::sys::kill_with_parent(&mut cmd);
     let child = cmd
         .args(args)
@@ -195,6 +207,9 @@ fn main() {
     println!(
         "\nidle footprint with {procs} extra processes over {idle_secs} s (dry-run, default config, interval 10 s)"
     );
+    let bin = daemon_binary();
+    let size = std::fs::metadata(&bin).map_or(0, |m| m.len());
+    println!("  daemon measured: {} ({size} bytes)", bin.display());
     for (tag, cpu, r0, r1) in footprint {
         println!("  {tag:<12} CPU {cpu:6.3} % of one core   RSS {r0} KiB → {r1} KiB   (targets: ≤ 0.2 %, ≤ 8 MiB)");
     }
