@@ -608,3 +608,52 @@ fn scan_attributes_a_leftover_to_its_scope_session() {
     let out = wait_out(&mut child);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// The daemon in the namespace lists a scope session in `status`: its
+/// host, members, the scope as its cgroup.
+#[test]
+fn status_lists_a_scope_session() {
+    let Some(sd) = Systemd::boot("status_lists_a_scope_session") else { return };
+    let reports = Reports::new();
+    let host = Spec::new(&["claude"]).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]));
+    let mut wrapper =
+        reports.wrap(&sd, "", &["--grace", "0"], &host).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(20), || reports.lines("ready").len() >= 2));
+    let inner = inner_pid(sd.pids_of(REAPERCTL)[0]);
+    let cfg = reports.config();
+    let socket = reports.dir.path().join("d.sock");
+    let daemon_argv = [
+        env!("CARGO_BIN_EXE_mcp-reaperd"),
+        "--dry-run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--scope",
+        &inner.to_string(),
+        "--socket",
+        socket.to_str().unwrap(),
+        "--state-file",
+        &reports.dir.path().join("d.state").display().to_string(),
+        "--log-target",
+        "stderr",
+    ];
+    let mut daemon = sd.command("", &daemon_argv).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut st = Value::Null;
+    let listed = wait_until(Duration::from_secs(20), || {
+        let out = sd.run_as_root("", &[REAPERCTL, "--socket", socket.to_str().unwrap(), "status", "--json"]);
+        st = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == inner))
+    });
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    if let Some(&d) = sd.pids_of(env!("CARGO_BIN_EXE_mcp-reaperd")).first() {
+        common::sigkill(d);
+    }
+    assert!(listed, "the session was not listed: {st:#}");
+    let r = st["run_sessions"].as_array().unwrap().iter().find(|r| r["wrapper_pid"] == inner).unwrap();
+    assert_eq!(r["members"], 2, "{r:#}");
+    let cgroup = r["cgroup"].as_str().unwrap_or_default();
+    assert!(cgroup.starts_with("/system.slice/mcp-reaper-run-") && is_scope(cgroup), "{r:#}");
+    terminate(sd.pids_of(REAPERCTL)[0]);
+    let out = wait_out(&mut wrapper);
+    assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out.stderr));
+}
