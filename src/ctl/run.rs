@@ -261,6 +261,9 @@ fn prepare(args: &RunArgs, wrapper: u32, ask_systemd: bool) -> Result<(Command, 
         && args.cgroup_parent.is_none()
         // A missing program is told by the spawn below, not by systemd-run.
         && findable(&args.command[0])
+        // A host itself called systemd-run could not be told from a
+        // systemd-run that failed (see `systemd::started`).
+        && Path::new(&args.command[0]).file_name().is_none_or(|n| n != "systemd-run")
         && let Some(m) = Manager::find()
         // Where systemd cannot limit memory, a cgroup of our own (v1 on a
         // hybrid machine) may.
