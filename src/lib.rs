@@ -37,3 +37,4 @@ pub mod session;
 pub(crate) mod state;
 pub mod sys;
 pub(crate) mod tree;
+pub(crate) mod userfile;

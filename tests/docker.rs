@@ -336,6 +336,7 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     drop(sb);
     twins_are_left_alone(&e, &[&detached, &live]);
     an_engine_named_by_docker_host_is_asked(&e);
+    an_engine_named_by_the_current_docker_context_is_asked(&e);
     named_containers_by_the_engines_view(&e);
     the_daemon_counts_containers(&e);
     a_frozen_engine_costs_the_container_not_the_client(&e);
@@ -396,6 +397,36 @@ fn an_engine_named_by_docker_host_is_asked(e: &Engine) {
     assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
     assert_eq!((c["ended"].as_str(), c["removed"].as_bool()), (Some("killed"), Some(true)), "{o:#}");
     assert!(wait_until(Duration::from_secs(10), || !alive(client_g)), "client {client_g} survived");
+    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+}
+
+/// A client whose engine is its docker CLI's current context (as Docker
+/// Desktop for Linux sets up: `docker context use desktop-linux`), with no
+/// `DOCKER_HOST` and a config that names no socket: only the context in its
+/// `DOCKER_CONFIG` leads to the test's engine. Its container is stopped.
+fn an_engine_named_by_the_current_docker_context_is_asked(e: &Engine) {
+    let config_dir = e.dir.path().join("docker-config");
+    let cli = |args: &[&str]| {
+        let out = Command::new(&e.docker).args(args).env("DOCKER_CONFIG", &config_dir).output().unwrap();
+        assert!(out.status.success(), "docker {args:?}: {}", text(&out.stderr));
+    };
+    cli(&["context", "create", "reaper-test", "--docker", &format!("host={}", e.host())]);
+    cli(&["context", "use", "reaper-test"]);
+    let mut argv = vec![e.docker.to_str().unwrap(), "run", "-i", "--rm", "--network", "none", IMAGE];
+    argv.extend_from_slice(STUBBORN);
+    let client = Spec::new(&argv).real().env("DOCKER_CONFIG", config_dir.to_str().unwrap());
+    let sb = Sandbox::new(vec![Spec::new(&["claude", "ctx"]).child(client)]);
+    let host = sb.pid_of("claude ctx");
+    let client = sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
+    let stubborn = e.container_running(STUBBORN);
+    sb.kill_host(host);
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    let v = once(&sb, &cfg, &[]);
+    let o = only_outcome(&v);
+    let c = &o["containers"][0];
+    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
+    assert_eq!((c["ended"].as_str(), c["removed"].as_bool()), (Some("killed"), Some(true)), "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
     assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
 }
 

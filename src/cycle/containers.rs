@@ -28,7 +28,7 @@ pub fn attach(orders: &mut [Order], snap: &Snapshot, procfs: &ProcFs, cfg: &Conf
             let cwd = std::fs::read_link(procfs.root().join(format!("{}/cwd", id.pid))).ok();
             let kind = run.engine.unwrap_or(engine::EngineKind::Docker);
             let uid = p.uid().map(|u| u.0);
-            let engines = named_engine(procfs, *id, &run, kind)
+            let engines = named_engine(procfs, *id, &run, kind, uid, cwd.as_deref())
                 .and_then(|named| engine::sockets(kind, named, &cfg.containers.engine_sockets, uid));
             asks.push((i, Client { pid: id.pid.get(), started, run, cwd }, engines));
         }
@@ -89,22 +89,29 @@ pub fn plans_for_scan(a: &super::Assessment, procfs: &ProcFs, cfg: &Config) -> V
     at.into_iter().zip(orders).filter(|(_, o)| !o.containers.is_empty()).map(|(i, o)| (i, o.containers)).collect()
 }
 
-/// The socket of the engine the client names: `-H`/`--url` in its argv,
-/// else its environment's `DOCKER_HOST` (docker) or `CONTAINER_HOST`
-/// (podman); `Err` when that engine is not on a local socket.
+/// The socket of the engine the client names ([`engine::context`]: its
+/// argv, its environment, the docker CLI's current context); `Err` when that
+/// engine is not on a local socket or its context cannot be read.
 fn named_engine(
     procfs: &ProcFs,
     id: Identity,
     run: &RunArgs,
     kind: engine::EngineKind,
+    uid: Option<u32>,
+    cwd: Option<&std::path::Path>,
 ) -> Result<Option<std::path::PathBuf>, String> {
-    let (address, from) = match &run.host {
-        Some(h) => (h.clone(), "its argv"),
-        None => match engine::environ_host(&procfs.root().join(id.pid.to_string()), kind) {
-            Some(h) => (h, engine::host_var(kind)),
-            None => return Ok(None),
-        },
+    let dir = procfs.root().join(id.pid.to_string());
+    let environ = engine::read_environ(&dir).unwrap_or_default();
+    let Some(uid) = uid else { return Ok(None) };
+    let view = engine::context::ClientView {
+        run,
+        kind,
+        environ: &environ,
+        cwd,
+        uid,
+        passwd_home: crate::userfile::passwd_home(uid),
     };
+    let Some((address, from)) = engine::context::address(&view)? else { return Ok(None) };
     // The reason reads "container of client N not stopped: engine at tcp://… (DOCKER_HOST) is not a local socket".
     engine::local_socket(&address)
         .map(Some)

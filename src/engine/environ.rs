@@ -1,7 +1,9 @@
 //! The engine a client names through its environment, and where an engine
 //! address leads. The docker CLI reads `DOCKER_HOST` (also when it talks to
 //! Podman's compatible socket); podman reads `CONTAINER_HOST` and ignores
-//! `DOCKER_HOST` (checked with podman 4.3). Only that one name is read from
+//! `DOCKER_HOST` (checked with podman 4.3). The docker CLI also takes a
+//! context from `DOCKER_CONTEXT` and its config directory from
+//! `DOCKER_CONFIG` (see [`super::context`]). Only those names are read from
 //! `/proc/PID/environ`, and only for clients of trees to reap; no other
 //! value is kept.
 
@@ -21,18 +23,24 @@ pub fn host_var(kind: EngineKind) -> &'static str {
     }
 }
 
-/// The engine address in the environment `/proc/PID/environ` under
-/// `proc_dir` holds for `kind`'s client; `None` when unset, empty or unreadable.
-pub fn read(proc_dir: &Path, kind: EngineKind) -> Option<String> {
+/// The raw `NAME=value\0…` environment of `/proc/PID` (`proc_dir`).
+pub fn read(proc_dir: &Path) -> Option<Vec<u8>> {
     let mut buf = Vec::new();
     std::fs::File::open(proc_dir.join("environ")).ok()?.take(MAX).read_to_end(&mut buf).ok()?;
-    host(&buf, kind)
+    Some(buf)
 }
 
-/// [`read`] on the raw `NAME=value\0…` bytes. The last setting wins, as in
-/// `getenv` of the programs that read it (Go's `os.Getenv` takes the last).
+/// The engine address `kind`'s client takes from its environment; `None`
+/// when unset or empty.
 pub fn host(environ: &[u8], kind: EngineKind) -> Option<String> {
-    let prefix = format!("{}=", host_var(kind));
+    var(environ, host_var(kind))
+}
+
+/// One variable of an environment, `None` when unset or empty. The last
+/// setting wins, as in `getenv` of the programs that read it (Go's
+/// `os.Getenv` takes the last).
+pub fn var(environ: &[u8], name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
     environ
         .split(|&b| b == 0)
         .filter_map(|v| v.strip_prefix(prefix.as_bytes()))
@@ -81,9 +89,10 @@ mod tests {
     #[test]
     fn read_takes_it_from_proc() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read(dir.path(), EngineKind::Docker), None);
+        assert_eq!(read(dir.path()), None);
         std::fs::write(dir.path().join("environ"), b"HOME=/root\0CONTAINER_HOST=ssh://u@h/run/p.sock\0").unwrap();
-        assert_eq!(read(dir.path(), EngineKind::Podman).as_deref(), Some("ssh://u@h/run/p.sock"));
-        assert_eq!(read(dir.path(), EngineKind::Docker), None);
+        let env = read(dir.path()).unwrap();
+        assert_eq!(host(&env, EngineKind::Podman).as_deref(), Some("ssh://u@h/run/p.sock"));
+        assert_eq!(host(&env, EngineKind::Docker), None);
     }
 }

@@ -18,13 +18,15 @@
 //! for the hyper crates in Cargo.toml saves only 25 KiB).
 //!
 //! Every call is capped (2 s; a stop waits for the engine's own timeout
-//! first). Sockets: the engine the client names (`-H unix://…` in its argv,
-//! else `DOCKER_HOST`/`CONTAINER_HOST` in its environment), else
+//! first). Sockets: the engine the client names (`-H unix://…` or a docker
+//! context in its argv, `DOCKER_HOST`/`CONTAINER_HOST`, `DOCKER_CONTEXT` or
+//! the docker CLI's current context: [`context`]), else
 //! `[containers] engine_sockets` and the usual places. A reaper that is not
 //! root only talks to sockets its own user owns (rootless Docker or Podman);
 //! a root reaper to sockets owned by root or by the client's user.
 
 mod api;
+pub mod context;
 mod environ;
 #[cfg(test)]
 pub(crate) mod fake;
@@ -38,7 +40,7 @@ use std::time::Duration;
 use hyper::Method;
 
 pub use api::{Inspect, rfc3339};
-pub use environ::{host_var, local_socket, read as environ_host};
+pub use environ::{host_var, local_socket, read as read_environ};
 pub use find::{Client, Container, find};
 pub use http::{CALL_LIMIT, CallError, block_on};
 pub use run_args::{EngineKind, RunArgs, same_image};

@@ -30,6 +30,10 @@ pub struct RunArgs {
     pub engine: Option<EngineKind>,
     /// `-H`/`--host`/`--url` as given (`unix:///run/x.sock`, `tcp://…`).
     pub host: Option<String>,
+    /// `-c`/`--context` (docker): the context whose endpoint to use.
+    pub context: Option<String>,
+    /// `--config DIR` (docker): the CLI's config directory.
+    pub config_dir: Option<PathBuf>,
     pub name: Option<String>,
     pub cidfile: Option<PathBuf>,
     pub rm: bool,
@@ -69,8 +73,11 @@ impl RunArgs {
             let (key, inline) = w.split_once('=').map_or((w.as_str(), None), |(a, b)| (a, Some(b)));
             let takes = ENGINE_GLOBAL_OPTS.contains(&key) && inline.is_none();
             let value = if takes { argv.get(k + 1).map(String::as_str) } else { inline };
-            if matches!(key, "-H" | "--host" | "--url") {
-                r.host = value.map(str::to_string);
+            match key {
+                "-H" | "--host" | "--url" => r.host = value.map(str::to_string),
+                "-c" | "--context" if engine == EngineKind::Docker => r.context = value.map(str::to_string),
+                "--config" if engine == EngineKind::Docker => r.config_dir = value.map(PathBuf::from),
+                _ => {}
             }
             k += if takes { 2 } else { 1 };
         }

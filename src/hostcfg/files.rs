@@ -7,8 +7,7 @@
 //! unchanged file costs one `stat`.
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -107,7 +106,7 @@ impl FileCache {
                 self.files.remove(path);
                 return None;
             }
-            Err(e) => return Some(self.outcome(path, owner, None, Err(failure(&e)))),
+            Err(e) => return Some(self.outcome(path, owner, None, Err(crate::userfile::failure(&e)))),
         };
         let stamp = Stamp::of(&meta);
         if let Some(c) = self.files.get(path)
@@ -139,48 +138,9 @@ impl FileCache {
     }
 }
 
-fn failure(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ELOOP) => "a symlink loop".into(),
-        Some(libc::EACCES) => "permission denied".into(),
-        _ => e.to_string(),
-    }
-}
-
-/// Checks what the path names before opening it (as root, opening a device
-/// a user's symlink points to could have effects), then opens without
-/// blocking and checks that what was opened is what was checked.
+/// Reads a user's file defensively ([`crate::userfile`]) and parses it.
 fn read(path: &Path, format: Format, owner: u32) -> Servers {
-    let before = std::fs::metadata(path).map_err(|e| failure(&e))?;
-    check(&before, owner)?;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| failure(&e))?;
-    let m = f.metadata().map_err(|e| failure(&e))?;
-    check(&m, owner)?;
-    if (m.dev(), m.ino()) != (before.dev(), before.ino()) {
-        return Err("replaced while being read".into());
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| failure(&e))?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(format!("larger than {} MiB", MAX_BYTES >> 20));
-    }
+    let bytes = crate::userfile::read(path, owner, MAX_BYTES)?;
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
     parse(format, &text).map(Arc::new)
-}
-
-fn check(m: &std::fs::Metadata, owner: u32) -> Result<(), String> {
-    if !m.is_file() {
-        return Err("not a regular file".into());
-    }
-    if m.uid() != owner {
-        return Err(format!("owned by uid {}, not by the home's owner {owner}", m.uid()));
-    }
-    if m.size() > MAX_BYTES {
-        return Err(format!("larger than {} MiB", MAX_BYTES >> 20));
-    }
-    Ok(())
 }

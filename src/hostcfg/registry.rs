@@ -83,11 +83,7 @@ fn home_of(uid: u32, self_uid: u32) -> Option<PathBuf> {
     {
         return Some(h);
     }
-    let text = std::fs::read_to_string("/etc/passwd").ok()?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 7 && f[2].parse() == Ok(uid)).then(|| PathBuf::from(f[5])).filter(|h| h.is_absolute())
-    })
+    crate::userfile::passwd_home(uid)
 }
 
 impl Registry {
