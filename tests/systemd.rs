@@ -657,3 +657,19 @@ fn status_lists_a_scope_session() {
     let out = wait_out(&mut wrapper);
     assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out.stderr));
 }
+
+/// A host that exits at once (`--version`, a typo) gives its status back and
+/// no warning: it ran in the scope, even if it was gone before it was seen
+/// there (an exited process's cgroup reads as the root).
+#[test]
+fn a_host_that_exits_at_once_gives_its_status_and_no_warning() {
+    let Some(sd) = Systemd::boot("a_host_that_exits_at_once_gives_its_status_and_no_warning") else { return };
+    let reports = Reports::new();
+    let cfg = reports.config();
+    for _ in 0..5 {
+        let out =
+            sd.run_as_root("", &[REAPERCTL, "--config", cfg.to_str().unwrap(), "run", "--", "sh", "-c", "exit 3"]);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "a warning for a host that ran");
+    }
+}

@@ -231,6 +231,7 @@ fn start_session(
                 );
                 Err(Retry::WithoutSystemd)
             }
+            Started::Exited => Ok((child, own())),
             Started::Unseen => {
                 eprintln!(
                     "reaperctl run: warning: the host did not appear in a transient systemd scope; \

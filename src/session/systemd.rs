@@ -90,8 +90,11 @@ pub enum Started {
     /// `systemd-run` exited without running the host (it could not make
     /// the scope, and said why on stderr).
     Failed,
-    /// The host ran, but was not seen in the scope: it exited at once, or
-    /// the scope was not made within 30 s.
+    /// The host ran and exited before it was seen in the scope (an exited
+    /// process's cgroup reads as the root): what it left is below the
+    /// wrapper, a subreaper.
+    Exited,
+    /// The scope was not seen within 30 s.
     Unseen,
 }
 
@@ -110,10 +113,10 @@ pub fn started(host: Pid, wrapper: u32) -> Started {
             if exited {
                 return Started::Failed;
             }
+        } else if exited {
+            return Started::Exited;
         } else if let Some(leaf) = scope_of(host, wrapper) {
             return Started::Scope(leaf);
-        } else if exited {
-            return Started::Unseen;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
