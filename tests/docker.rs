@@ -380,24 +380,38 @@ fn twins_are_left_alone(e: &Engine, others: &[&str]) {
     }
 }
 
+/// Orphans a `claude TAG` stand-in's `client` (the host killed), runs
+/// `--once` with a config that names no engine socket (so only what the
+/// client itself says leads to the test's engine), and checks that the
+/// container it runs (`STUBBORN`) was killed and is gone with the client.
+/// Returns the outcome.
+fn orphaned_client_has_its_container_killed(e: &Engine, tag: &str, client: Spec) -> Value {
+    let host_argv = ["claude", tag];
+    let sb = Sandbox::new(vec![Spec::new(&host_argv).child(client)]);
+    let host = sb.pid_of(&host_argv.join(" "));
+    let client = sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
+    let stubborn = e.container_running(STUBBORN);
+    sb.kill_host(host);
+    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
+    assert!(!text(&std::fs::read(&cfg).unwrap()).contains(&e.sock.display().to_string()));
+    let v = once(&sb, &cfg, &[]);
+    let o = only_outcome(&v).clone();
+    let c = &o["containers"][0];
+    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
+    assert_eq!(c["ended"], "killed", "{o:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+    o
+}
+
 /// A client whose `DOCKER_HOST` names the engine, with a config that names
 /// none (so only the client's environment leads to the test's engine): its
 /// container is stopped and removed.
 fn an_engine_named_by_docker_host_is_asked(e: &Engine) {
-    let sb = Sandbox::new(vec![host_with_client(e, "g", STUBBORN)]);
-    let host_g = sb.pid_of("claude g");
-    let client_g = sb.ready().iter().find(|r| r.ppid == host_g).map(|r| r.pid).unwrap();
-    let stubborn = e.container_running(STUBBORN);
-    sb.kill_host(host_g);
-    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
-    assert!(!text(&std::fs::read(&cfg).unwrap()).contains(&e.sock.display().to_string()));
-    let v = once(&sb, &cfg, &[]);
-    let o = only_outcome(&v);
-    let c = &o["containers"][0];
-    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
-    assert_eq!((c["ended"].as_str(), c["removed"].as_bool()), (Some("killed"), Some(true)), "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client_g)), "client {client_g} survived");
-    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+    let mut argv = vec![e.docker.to_str().unwrap(), "run", "-i", "--rm", "--network", "none", IMAGE];
+    argv.extend_from_slice(STUBBORN);
+    let o = orphaned_client_has_its_container_killed(e, "g", Spec::new(&argv).real().env("DOCKER_HOST", &e.host()));
+    assert_eq!(o["containers"][0]["removed"], true, "{o:#}");
 }
 
 /// A client whose engine is its docker CLI's current context (as Docker
@@ -415,19 +429,8 @@ fn an_engine_named_by_the_current_docker_context_is_asked(e: &Engine) {
     let mut argv = vec![e.docker.to_str().unwrap(), "run", "-i", "--rm", "--network", "none", IMAGE];
     argv.extend_from_slice(STUBBORN);
     let client = Spec::new(&argv).real().env("DOCKER_CONFIG", config_dir.to_str().unwrap());
-    let sb = Sandbox::new(vec![Spec::new(&["claude", "ctx"]).child(client)]);
-    let host = sb.pid_of("claude ctx");
-    let client = sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
-    let stubborn = e.container_running(STUBBORN);
-    sb.kill_host(host);
-    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
-    let v = once(&sb, &cfg, &[]);
-    let o = only_outcome(&v);
-    let c = &o["containers"][0];
-    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
-    assert_eq!((c["ended"].as_str(), c["removed"].as_bool()), (Some("killed"), Some(true)), "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
-    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+    let o = orphaned_client_has_its_container_killed(e, "ctx", client);
+    assert_eq!(o["containers"][0]["removed"], true, "{o:#}");
 }
 
 /// Stand-in `docker run -i --rm --name N` clients whose containers the test
@@ -580,20 +583,7 @@ fn docker_clients_of_podman_are_served_too(e: &Engine) {
     argv.extend_from_slice(e.run_flags());
     argv.push(IMAGE);
     argv.extend_from_slice(STUBBORN);
-    let sb =
-        Sandbox::new(vec![Spec::new(&["claude", "c"]).child(Spec::new(&argv).real().env("DOCKER_HOST", &e.host()))]);
-    let host = sb.pid_of("claude c");
-    let client = sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
-    let stubborn = e.container_running(STUBBORN);
-    sb.kill_host(host);
-    let cfg = sb.dir().config_with(0, "term_timeout_secs = 1", "[containers]\nstop_containers = true\n");
-    let v = once(&sb, &cfg, &[]);
-    let o = only_outcome(&v);
-    let c = &o["containers"][0];
-    assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
-    assert_eq!(c["ended"], "killed", "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
-    assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
+    orphaned_client_has_its_container_killed(e, "c", Spec::new(&argv).real().env("DOCKER_HOST", &e.host()));
 }
 
 /// Clients whose environment names an engine elsewhere (`DOCKER_HOST=tcp://`,

@@ -452,33 +452,32 @@ fn assert_ended(sd: &Systemd, reports: &Reports, cgroup: &str, out: &Output) {
     assert!(gone, "the scope {name} was not collected");
 }
 
+/// The forking host run from `shell` lands in a scope whose cgroup path
+/// has `within`; its leftovers are ended and the scope collected.
+fn runs_in_a_scope(sd: &Systemd, shell: &str, within: &str) {
+    let reports = Reports::new();
+    let (cgroup, out) = run_and_end(sd, shell, &reports);
+    assert!(
+        cgroup.contains(&format!("{within}/mcp-reaper-run-")) && is_scope(&cgroup),
+        "not in a scope in {within}: {cgroup} ({})",
+        text(&out.stderr)
+    );
+    assert_ended(sd, &reports, &cgroup, &out);
+}
+
 #[test]
 fn as_root_the_host_runs_in_a_transient_system_scope() {
     let Some(sd) = Systemd::boot("as_root_the_host_runs_in_a_transient_system_scope") else { return };
-    let reports = Reports::new();
-    let (cgroup, out) = run_and_end(&sd, "", &reports);
-    assert!(
-        cgroup.contains("/system.slice/mcp-reaper-run-") && is_scope(&cgroup),
-        "not in a system scope: {cgroup} ({})",
-        text(&out.stderr)
-    );
-    assert_ended(&sd, &reports, &cgroup, &out);
+    runs_in_a_scope(&sd, "", "/system.slice");
 }
 
 #[test]
 fn a_user_gets_a_scope_from_their_user_manager() {
     let Some(sd) = Systemd::boot("a_user_gets_a_scope_from_their_user_manager") else { return };
     sd.user_manager();
-    let reports = Reports::new();
     // A terminal of the user's own: inside the manager's delegated tree.
     let shell = Systemd::as_user_from(&format!("user.slice/reaper-user@{USER}.service/terminal"), USER);
-    let (cgroup, out) = run_and_end(&sd, &shell, &reports);
-    assert!(
-        cgroup.contains(&format!("/reaper-user@{USER}.service/app.slice/mcp-reaper-run-")) && is_scope(&cgroup),
-        "not in the user manager's scope: {cgroup} ({})",
-        text(&out.stderr)
-    );
-    assert_ended(&sd, &reports, &cgroup, &out);
+    runs_in_a_scope(&sd, &shell, &format!("/reaper-user@{USER}.service/app.slice"));
 }
 
 /// A user manager may not move a process from a cgroup it does not own (an
