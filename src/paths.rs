@@ -133,6 +133,16 @@ pub fn check_private_dir(dir: &Path) -> Result<(), UnsafeDir> {
     }
 }
 
+/// The file a program name runs: itself when it is a path (has a `/`),
+/// else the first `PATH` directory holding it, as `execvp` looks.
+pub fn find_program(program: &std::ffi::OsStr) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if p.components().count() > 1 {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(p)).find(|f| f.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;

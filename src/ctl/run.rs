@@ -261,7 +261,7 @@ fn prepare(args: &RunArgs, wrapper: u32, ask_systemd: bool) -> Result<(Command, 
     if ask_systemd
         && args.cgroup_parent.is_none()
         // A missing program is told by the spawn below, not by systemd-run.
-        && findable(&args.command[0])
+        && crate::paths::find_program(&args.command[0]).is_some()
         // A host itself called systemd-run could not be told from a
         // systemd-run that failed (see `systemd::started`).
         && Path::new(&args.command[0]).file_name().is_none_or(|n| n != "systemd-run")
@@ -351,15 +351,6 @@ fn prepare(args: &RunArgs, wrapper: u32, ask_systemd: bool) -> Result<(Command, 
             Ok((cmd, Plan::Subreaper, None))
         }
     }
-}
-
-/// Whether `program` names a file to run: a path, or a name on `PATH`.
-fn findable(program: &std::ffi::OsStr) -> bool {
-    let p = Path::new(program);
-    if p.components().count() > 1 {
-        return p.is_file();
-    }
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
 }
 
 /// Removes a session's cgroup once its last process is gone (a few tries:

@@ -93,10 +93,7 @@ impl Leaf {
     /// is missing.
     pub fn set_memory_max(&self, bytes: u64) -> Result<(), String> {
         let parent = self.dir.parent().unwrap_or(Path::new("/"));
-        let has = |dir: &Path| {
-            std::fs::read_to_string(dir.join("cgroup.controllers"))
-                .is_ok_and(|t| t.split_whitespace().any(|c| c == "memory"))
-        };
+        let has = |dir: &Path| has_controller(dir, "memory");
         if !has(&self.dir) {
             if !has(parent) {
                 let available = std::fs::read_to_string(parent.join("cgroup.controllers")).unwrap_or_default();
@@ -174,6 +171,12 @@ pub(crate) fn subdirs(d: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(d)
         .map(|rd| rd.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()).collect())
         .unwrap_or_default()
+}
+
+/// Whether `name` is among the controllers a v2 cgroup may use
+/// (`cgroup.controllers`).
+pub fn has_controller(dir: &Path, name: &str) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.controllers")).is_ok_and(|t| t.split_whitespace().any(|c| c == name))
 }
 
 /// `populated 1` in `cgroup.events`: a process is in it or below it.

@@ -6,7 +6,7 @@
 //! Here, next to the run sessions' [`Hierarchy`] and [`memcg_v1`] it is made
 //! of, rather than in `scan`, which would then depend on `session`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::cgroup::{Hierarchy, v2_path};
 use super::memcg_v1;
@@ -29,19 +29,23 @@ impl Mounts {
         Mounts::from_mountinfo(&std::fs::read_to_string(proc_root.join("self/mountinfo")).unwrap_or_default())
     }
 
+    /// The directories of the cgroups a `/proc/PID/cgroup` text names: the
+    /// v2 one and the v1 memory one, each only if `accept` takes its path.
+    pub fn dirs(&self, cgroup_text: &str, accept: impl Fn(&str) -> bool) -> (Option<PathBuf>, Option<PathBuf>) {
+        let v2 = v2_path(cgroup_text).filter(|p| accept(p)).and_then(|p| self.v2.as_ref()?.dir_of(&p));
+        let v1 =
+            memcg_v1::memory_path(cgroup_text).filter(|p| accept(p)).and_then(|p| self.memory_v1.as_ref()?.dir_of(&p));
+        (v2, v1)
+    }
+
     /// The memory of the cgroups a `/proc/PID/cgroup` text names: the v2
     /// cgroup's `memory.current`, else the v1 memory cgroup's
     /// `memory.usage_in_bytes`. Only cgroup paths `accept` takes count (a
     /// run session counts only its own cgroups).
     pub fn memory(&self, cgroup_text: &str, accept: impl Fn(&str) -> bool) -> Option<u64> {
-        let v2 = v2_path(cgroup_text).filter(|p| accept(p)).and_then(|path| {
-            let dir = self.v2.as_ref()?.dir_of(&path)?;
-            std::fs::read_to_string(dir.join("memory.current")).ok()?.trim().parse::<u64>().ok()
-        });
-        v2.or_else(|| {
-            let path = memcg_v1::memory_path(cgroup_text).filter(|p| accept(p))?;
-            memcg_v1::usage(&self.memory_v1.as_ref()?.dir_of(&path)?)
-        })
+        let (v2, v1) = self.dirs(cgroup_text, accept);
+        let current = v2.and_then(|dir| std::fs::read_to_string(dir.join("memory.current")).ok());
+        current.and_then(|t| t.trim().parse::<u64>().ok()).or_else(|| memcg_v1::usage(&v1?))
     }
 }
 

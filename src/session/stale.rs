@@ -16,7 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::cgroup::{Hierarchy, remove_tree, subdirs};
+use super::cgroup::{remove_tree, subdirs};
+use super::memory::Mounts;
 use crate::ids::Pid;
 use crate::scan::ProcFs;
 
@@ -47,24 +48,19 @@ pub struct Swept {
 pub fn sweep(procfs: &ProcFs, dry_run: bool, scope: Option<Pid>) -> Swept {
     let mut out = Swept::default();
     let Ok(mountinfo) = std::fs::read_to_string(procfs.root().join("self/mountinfo")) else { return out };
-    let scope_cgroups = match scope {
-        Some(pid) => match std::fs::read_to_string(procfs.root().join(pid.to_string()).join("cgroup")) {
-            Ok(t) => Some(t),
-            Err(_) => return out, // the scope is gone: nothing is inside it
-        },
-        None => None,
+    let mounts = Mounts::from_mountinfo(&mountinfo);
+    let tops: Vec<PathBuf> = match scope {
+        None => [mounts.v2, mounts.memory_v1].into_iter().flatten().map(|h| h.mount).collect(),
+        Some(pid) => {
+            // The scope gone: nothing is inside it.
+            let Ok(text) = std::fs::read_to_string(procfs.root().join(pid.to_string()).join("cgroup")) else {
+                return out;
+            };
+            let (v2, v1) = mounts.dirs(&text, |_| true);
+            [v2, v1].into_iter().flatten().collect()
+        }
     };
-    let v2 = Hierarchy::from_mountinfo(&mountinfo).map(|h| (h, super::cgroup::v2_path as fn(&str) -> Option<String>));
-    let v1 =
-        super::memcg_v1::hierarchy(&mountinfo).map(|h| (h, super::memcg_v1::memory_path as fn(&str) -> Option<String>));
-    for (h, path_in) in [v2, v1].into_iter().flatten() {
-        let top = match &scope_cgroups {
-            Some(text) => match path_in(text).and_then(|p| h.dir_of(&p)) {
-                Some(dir) => dir,
-                None => continue,
-            },
-            None => h.mount.clone(),
-        };
+    for top in tops {
         for dir in session_dirs(&top) {
             let Some(wrapper) = wrapper_of(&dir) else { continue };
             if procfs.cmdline(wrapper).is_some_and(|c| super::is_run_wrapper(&c)) {

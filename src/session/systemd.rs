@@ -16,7 +16,8 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::cgroup::{Hierarchy, Leaf, v2_path};
+use super::cgroup::{Hierarchy, Leaf, has_controller, v2_path};
+use super::memory::Mounts;
 use crate::ids::Pid;
 
 /// A reachable service manager and the `systemd-run` to ask it.
@@ -36,8 +37,7 @@ impl Manager {
         if pid1.trim() != "systemd" {
             return None;
         }
-        let tool = std::env::var_os("PATH")
-            .and_then(|p| std::env::split_paths(&p).map(|d| d.join("systemd-run")).find(|p| p.is_file()))?;
+        let tool = crate::paths::find_program(std::ffi::OsStr::new("systemd-run"))?;
         let user = !rustix::process::getuid().is_root();
         let answers = |p: &Path| UnixStream::connect(p).is_ok();
         let reachable = if user {
@@ -55,10 +55,7 @@ impl Manager {
     /// the v1 one, which systemd drives itself there.
     pub fn can_limit_memory(&self) -> bool {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let v2 = Hierarchy::from_mountinfo(&mountinfo).is_some_and(|h| {
-            std::fs::read_to_string(h.mount.join("cgroup.controllers"))
-                .is_ok_and(|t| t.split_whitespace().any(|c| c == "memory"))
-        });
+        let v2 = Hierarchy::from_mountinfo(&mountinfo).is_some_and(|h| has_controller(&h.mount, "memory"));
         v2 || (!self.user && super::memcg_v1::hierarchy(&mountinfo).is_some())
     }
 
@@ -139,8 +136,8 @@ pub fn memory_limit(scope: &Leaf, host: Pid, wrapper: u32) -> Option<u64> {
     let read = |p: PathBuf| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok();
     read(scope.dir.join("memory.max")).or_else(|| {
         let text = std::fs::read_to_string(format!("/proc/{host}/cgroup")).ok()?;
-        let path = super::memcg_v1::memory_path(&text)?;
-        (super::session_of_cgroup(&path) == Some(wrapper.cast_signed())).then_some(())?;
-        read(super::memcg_v1::dir_of_pid(host)?.join("memory.limit_in_bytes"))
+        let ours = |path: &str| super::session_of_cgroup(path) == Some(wrapper.cast_signed());
+        let (_, v1) = Mounts::read(Path::new("/proc")).dirs(&text, ours);
+        read(v1?.join("memory.limit_in_bytes"))
     })
 }
