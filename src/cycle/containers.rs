@@ -102,15 +102,7 @@ fn named_engine(
 ) -> Result<Option<std::path::PathBuf>, String> {
     let dir = procfs.root().join(id.pid.to_string());
     let environ = engine::read_environ(&dir).unwrap_or_default();
-    let Some(uid) = uid else { return Ok(None) };
-    let view = engine::context::ClientView {
-        run,
-        kind,
-        environ: &environ,
-        cwd,
-        uid,
-        passwd_home: crate::userfile::passwd_home(uid),
-    };
+    let view = engine::context::ClientView { run, kind, environ: &environ, cwd, uid };
     let Some((address, from)) = engine::context::address(&view)? else { return Ok(None) };
     // The reason reads "container of client N not stopped: engine at tcp://… (DOCKER_HOST) is not a local socket".
     engine::local_socket(&address)

@@ -36,9 +36,8 @@ pub struct ClientView<'a> {
     pub environ: &'a [u8],
     /// Its working directory (a relative `--config`).
     pub cwd: Option<&'a Path>,
-    pub uid: u32,
-    /// The user's home from passwd, when `HOME` is unset.
-    pub passwd_home: Option<PathBuf>,
+    /// Its user: only that user's files are read (unknown: none are).
+    pub uid: Option<u32>,
 }
 
 /// The engine address the client uses and where it came from (for reasons:
@@ -50,8 +49,15 @@ pub fn address(c: &ClientView<'_>) -> Result<Option<(String, String)>, String> {
         let from_env = || environ::host(c.environ, c.kind).map(|h| (h, environ::host_var(c.kind).to_string()));
         return Ok(c.run.host.clone().map(|h| (h, "its argv".into())).or_else(from_env));
     }
+    // The steps that read the user's files.
+    let files = || -> Result<Option<(u32, PathBuf)>, String> {
+        let Some(uid) = c.uid else { return Ok(None) };
+        config_dir(c, uid)
+            .map(|dir| Some((uid, dir)))
+            .ok_or_else(|| "the docker CLI's config directory is unknown".into())
+    };
     if let Some(name) = &c.run.context {
-        return endpoint(c, name);
+        return files()?.map_or(Ok(None), |(uid, dir)| endpoint(&dir, name, uid));
     }
     if let Some(h) = &c.run.host {
         return Ok(Some((h.clone(), "its argv".into())));
@@ -59,32 +65,31 @@ pub fn address(c: &ClientView<'_>) -> Result<Option<(String, String)>, String> {
     if let Some(h) = var("DOCKER_HOST") {
         return Ok(Some((h, "DOCKER_HOST".into())));
     }
-    if let Some(name) = var("DOCKER_CONTEXT") {
-        return endpoint(c, &name);
-    }
-    let dir = config_dir(c).ok_or("the docker CLI's config directory is unknown")?;
-    match current_context(&dir, c.uid)? {
-        Some(name) => endpoint(c, &name),
+    let Some((uid, dir)) = files()? else { return Ok(None) };
+    match var("DOCKER_CONTEXT").map_or_else(|| current_context(&dir, uid), |name| Ok(Some(name)))? {
+        Some(name) => endpoint(&dir, &name, uid),
         None => Ok(None),
     }
 }
 
-/// The endpoint of context `name`; `None` for `default`.
-fn endpoint(c: &ClientView<'_>, name: &str) -> Result<Option<(String, String)>, String> {
+/// The endpoint of context `name` in config directory `dir`; `None` for
+/// `default`.
+fn endpoint(dir: &Path, name: &str, uid: u32) -> Result<Option<(String, String)>, String> {
     if name == "default" {
         return Ok(None);
     }
-    let dir = config_dir(c).ok_or("the docker CLI's config directory is unknown")?;
     let from = format!("docker context {name}");
-    find_endpoint(&dir, name, c.uid)?
+    find_endpoint(dir, name, uid)?
         .map(|h| Some((h, from.clone())))
         .ok_or_else(|| format!("{from} is not in {}", dir.join("contexts/meta").display()))
 }
 
-fn config_dir(c: &ClientView<'_>) -> Option<PathBuf> {
+/// `--config DIR`, else `DOCKER_CONFIG`, else `.docker` in `HOME` (else the
+/// passwd home of `uid`); relative to the client's working directory.
+fn config_dir(c: &ClientView<'_>, uid: u32) -> Option<PathBuf> {
     let var = |name: &str| environ::var(c.environ, name).map(PathBuf::from);
     let dir = c.run.config_dir.clone().or_else(|| var("DOCKER_CONFIG")).or_else(|| {
-        var("HOME").filter(|h| h.is_absolute()).or_else(|| c.passwd_home.clone()).map(|h| h.join(".docker"))
+        var("HOME").filter(|h| h.is_absolute()).or_else(|| crate::userfile::passwd_home(uid)).map(|h| h.join(".docker"))
     })?;
     if dir.is_absolute() { Some(dir) } else { c.cwd.map(|cwd| cwd.join(dir)) }
 }
@@ -144,15 +149,15 @@ fn find_endpoint(dir: &Path, name: &str, uid: u32) -> Result<Option<String>, Str
 mod tests {
     use super::*;
 
-    fn view<'a>(run: &'a RunArgs, environ: &'a [u8], home: &Path) -> ClientView<'a> {
-        ClientView {
-            run,
-            kind: EngineKind::Docker,
-            environ,
-            cwd: None,
-            uid: rustix::process::getuid().as_raw(),
-            passwd_home: Some(home.to_path_buf()),
-        }
+    fn view<'a>(run: &'a RunArgs, environ: &'a [u8]) -> ClientView<'a> {
+        ClientView { run, kind: EngineKind::Docker, environ, cwd: None, uid: Some(rustix::process::getuid().as_raw()) }
+    }
+
+    /// `HOME=home` first, then `env`.
+    fn with_home(home: &Path, env: &[u8]) -> Vec<u8> {
+        let mut e = format!("HOME={}\0", home.display()).into_bytes();
+        e.extend_from_slice(env);
+        e
     }
 
     fn context(dir: &Path, hash: &str, name: &str, host: &str) {
@@ -175,7 +180,7 @@ mod tests {
         .unwrap();
         let plain = RunArgs::parse(&["docker".into(), "run".into(), "-i".into(), "img".into()]).unwrap();
         let at = |run: &RunArgs, env: &[u8]| {
-            address(&view(run, env, home.path())).map(|a| a.map(|(h, f)| format!("{h} ({f})")))
+            address(&view(run, &with_home(home.path(), env))).map(|a| a.map(|(h, f)| format!("{h} ({f})")))
         };
         // The config's current context.
         assert_eq!(
@@ -211,7 +216,8 @@ mod tests {
         assert_eq!(at(&plain, env.as_bytes()).unwrap().as_deref(), Some("unix:///third.sock (docker context third)"));
         // Podman reads none of it.
         let p = RunArgs::parse(&["podman".into(), "run".into(), "-i".into(), "img".into()]).unwrap();
-        let v = ClientView { kind: EngineKind::Podman, ..view(&p, b"DOCKER_CONTEXT=other\0", home.path()) };
+        let env = with_home(home.path(), b"DOCKER_CONTEXT=other\0");
+        let v = ClientView { kind: EngineKind::Podman, ..view(&p, &env) };
         assert_eq!(address(&v).unwrap(), None);
     }
 
@@ -222,11 +228,18 @@ mod tests {
         context(&dir, "aa", "x", "unix:///x.sock");
         let run =
             RunArgs::parse(&["docker".into(), "--context".into(), "x".into(), "run".into(), "img".into()]).unwrap();
-        let v = ClientView { uid: rustix::process::getuid().as_raw() + 1, ..view(&run, b"", home.path()) };
+        let env = with_home(home.path(), b"");
+        let v = ClientView { uid: Some(rustix::process::getuid().as_raw() + 1), ..view(&run, &env) };
         assert!(address(&v).is_err(), "another uid's context was used");
         // No config at all: the default engine.
         let none = RunArgs::parse(&["docker".into(), "run".into(), "img".into()]).unwrap();
         let empty = tempfile::tempdir().unwrap();
-        assert_eq!(address(&view(&none, b"", empty.path())).unwrap(), None);
+        assert_eq!(address(&view(&none, &with_home(empty.path(), b""))).unwrap(), None);
+        // A user not known: argv and environment still count, no file is read.
+        let h = RunArgs::parse(&["docker".into(), "-H".into(), "unix:///a.sock".into(), "run".into(), "img".into()])
+            .unwrap();
+        let unknown = ClientView { uid: None, ..view(&h, b"") };
+        assert_eq!(address(&unknown).unwrap().map(|a| a.0).as_deref(), Some("unix:///a.sock"));
+        assert_eq!(address(&ClientView { uid: None, ..view(&run, b"") }).unwrap(), None);
     }
 }
