@@ -7,7 +7,8 @@
 //! nor a duplicate of the stdin socket available) a tree keeps the verdict
 //! it had.
 
-use super::{Judgement, Verdict, adopter, terminal};
+use super::modes::{self, Interface};
+use super::{Judgement, Verdict, manager_adopter, terminal};
 use crate::names::name;
 use crate::scan::{FdTarget, Holder, Process, Question, Snapshot, StdinEnd};
 use crate::tree::Forest;
@@ -29,12 +30,12 @@ pub fn questions(snap: &Snapshot, forest: &Forest, judgements: &[Judgement]) -> 
                 std::iter::once(h).chain(below.filter(|d| *d != h && !tree.contains(d))).take(MAX_SEARCH).collect();
             out.push(Question { proc: j.root, expected: j.owner, search });
         }
-        let adopted = forest.parent[h].is_some_and(|p| adopter(snap, forest, p).is_some());
+        let adopted = forest.parent[h].is_some_and(|p| manager_adopter(snap, forest, p).is_some());
         if adopted
             && matches!(terminal(&snap.procs[h]), super::Term::None)
             && unanswered_link(snap, h, h)
             && !background_mode(snap, &snap.procs[h])
-            && !one_shot(&snap.procs[h])
+            && !matches!(modes::interface(&snap.procs[h]), Interface::OneShot(_))
             && !out.iter().any(|q| q.proc == h)
         {
             out.push(Question { proc: h, expected: None, search: Vec::new() });
@@ -55,8 +56,12 @@ fn unanswered_link(snap: &Snapshot, i: usize, of: usize) -> bool {
     p.details.as_ref().is_some_and(|d| d.stdin.is_none()) && (i == of || stdin_target(&snap.procs[of]) != Some(t))
 }
 
-/// Turns a live host's tree into an abandoned one when its root's stdin has
-/// no writer left; notes a write end held by someone else than the owner.
+/// Turns a live host's tree into an abandoned one when the host made the
+/// root's stdin (the root is the host's own child: the pipe or socketpair is
+/// the host's) and no writer is left on it; notes a write end held by
+/// someone else than the owner. A stdin some other process between them
+/// made (a shell's pipeline under an IDE, a script) says nothing about the
+/// host: it is only a suspect.
 pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement, reap: bool) {
     let (Some(h), Some(o)) = (j.host, j.owner) else { return };
     let root = &snap.procs[j.root];
@@ -64,20 +69,22 @@ pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement, reap: bool) {
     if stdin_target(&snap.procs[o]) == Some(t) || stdin_target(&snap.procs[h]) == Some(t) {
         return; // its stdin is the host's own: no link of the host's making
     }
-    let by = if o == h {
-        name(&snap.procs[h])
-    } else {
-        format!("{} under host {}", name(&snap.procs[o]), name(&snap.procs[h]))
-    };
     match root.details.as_ref().and_then(|d| d.stdin.as_ref()) {
-        Some(StdinEnd::Gone(why)) => {
+        Some(StdinEnd::Gone(why)) if o == h => {
             j.verdict = Verdict::Abandoned;
             j.candidate = reap;
             j.reap = reap;
-            j.reason = format!("stdin closed by {by}: {why}, and the server kept running");
+            j.reason = format!("stdin closed by {}: {why}, and the server kept running", name(&snap.procs[h]));
             if !reap {
                 j.reason.push_str("; kept because reap_abandoned = false");
             }
+        }
+        Some(StdinEnd::Gone(why)) => {
+            j.suspect = Some(format!(
+                "its stdin has no writer ({why}), but {} made that link, not host {}: nothing says the host let it go",
+                name(&snap.procs[o]),
+                name(&snap.procs[h])
+            ));
         }
         Some(StdinEnd::Open(Holder::Other(who))) => {
             let holder = who
@@ -93,30 +100,22 @@ pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement, reap: bool) {
     }
 }
 
-/// Why host `h` is stale although its terminal is not dead: it has none, it
-/// was adopted (its parent adopts orphans), and nobody can write to its stdin
-/// any more. `None` for documented background modes and one-shot modes.
+/// Why host `h` would be stale although its terminal is not dead: it has
+/// none, it was adopted by an init or service manager (its parent adopts
+/// orphans), and nobody can write to its stdin any more. `None` for
+/// documented background modes and one-shot runs, whose stdin is never
+/// evidence. Whether that is conclusive depends on the host's interface.
 pub(super) fn unreachable_host(snap: &Snapshot, forest: &Forest, h: usize) -> Option<String> {
     let host = &snap.procs[h];
-    let how = adopter(snap, forest, forest.parent[h]?)?;
+    let how = manager_adopter(snap, forest, forest.parent[h]?)?;
     let Some(StdinEnd::Gone(why)) = host.details.as_ref()?.stdin.as_ref() else { return None };
-    if background_mode(snap, host) || one_shot(host) {
+    if background_mode(snap, host) || matches!(modes::interface(host), Interface::OneShot(_)) {
         return None;
     }
     Some(format!(
         "host {} is alive, but it has no terminal, was adopted by {how}, and {why}: nothing can reach it",
         name(host)
     ))
-}
-
-/// One-shot modes read their stdin to its end by design, then work on what
-/// they read and exit when done (`echo task | claude -p &` outlives the
-/// shell that started it): `-p`, `--print`, `--prompt`, or an `exec`
-/// subcommand (`codex exec`).
-fn one_shot(host: &Process) -> bool {
-    let args = host.program.args(&host.cmdline);
-    args.split(' ').any(|w| matches!(w, "-p" | "--print" | "--prompt") || w.starts_with("--print="))
-        || args.split(' ').next() == Some("exec")
 }
 
 /// `claude daemon`, and a `--bg-pty-host` while a `claude daemon` of its

@@ -181,12 +181,17 @@ fn hosts_in_use_or_on_purpose_in_the_background_are_not_stale() {
         let (v, _, _, reason) = w.one();
         assert_eq!(v, Verdict::Live, "{cmd} {fd0} {term:?} {end:?}: {reason}");
     }
-    // The background pty host whose daemon is gone is stale like any other.
+    // The background pty host whose daemon is gone: its interface is the
+    // pty it serves over a socket, not its stdin, so a stdin without writer
+    // is no proof nobody uses it: kept, and named a suspect.
     let mut w = World::new();
     let host = w.add(100, 1, "/home/u/.local/share/claude/versions/2.1.197 --bg-pty-host /tmp/s 80 24");
     host.details.as_mut().unwrap().stdin = Some(GONE);
     playwright_under(&mut w, 100);
-    assert_eq!(w.one().0, Verdict::Stale);
+    let (_, js) = w.judge();
+    assert_eq!(js[0].verdict, Verdict::Live, "{}", js[0].reason);
+    let suspect = js[0].suspect.as_deref().unwrap_or_default();
+    assert!(suspect.contains("nothing can reach it") && suspect.contains("not in a mode known"), "{suspect}");
 }
 
 #[test]

@@ -7,6 +7,8 @@ mod duplicates;
 mod evidence;
 pub(crate) mod grace;
 mod guard;
+mod modes;
+mod person;
 mod pressure;
 mod session;
 
@@ -108,6 +110,10 @@ pub struct Judgement {
     pub first_seen: Option<SystemTime>,
     /// Time left before a young tree may be reaped.
     pub grace_left: Option<Duration>,
+    /// What a stricter rule would have taken this tree on, had the evidence
+    /// been conclusive: the tree is kept, and this says why it looks left
+    /// behind all the same.
+    pub suspect: Option<String>,
 }
 
 impl Judgement {
@@ -205,6 +211,7 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         candidate: false,
         first_seen: None,
         grace_left: None,
+        suspect: None,
     };
     // A protect pattern on any member wins over everything else.
     for &(m, _) in &shape.members {
@@ -258,37 +265,71 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
             }
             break;
         }
+        // A job of a person's interactive shell is theirs, whatever runs the
+        // terminal it sits on (an IDE's pty host matches the host patterns).
+        if let Some(why) = person::interactive_shell(snap, a) {
+            j.reason = why;
+            return j;
+        }
         if forest.role(a) != Role::Host {
             continue;
         }
         j.host = Some(a);
-        let host = &snap.procs[a];
-        let term = terminal(host);
-        if matches!(term, Term::None)
-            && let Some(why) = abandon::unreachable_host(snap, forest, a)
-        {
-            stale(&mut j, cfg, why);
-            return j;
-        }
-        match term {
-            Term::Dead(path) => {
-                stale(&mut j, cfg, format!("host {} is alive but its terminal {path} is gone", name(host)));
-                return j;
-            }
-            Term::Live(path) => {
-                j.verdict = Verdict::Live;
-                j.reason = format!("host {} is alive with terminal {path}", name(host));
-            }
-            Term::None => {
-                j.verdict = Verdict::Live;
-                j.reason = format!("host {} is alive (no terminal: headless or IDE)", name(host));
-            }
-        }
-        abandon::abandoned(snap, &mut j, cfg.reap_abandoned);
+        judge_under_host(snap, forest, &mut j, a, cfg);
         return j;
     }
     j.reason = format!("owned by live process {}, which is not a known host", name(&snap.procs[owner]));
     j
+}
+
+/// A tree with the live host `h` above it: live, unless the host is stale
+/// (its terminal UI's terminal died, or nothing can reach the stdin it is
+/// driven over) or it let the tree go (abandoned).
+fn judge_under_host(snap: &Snapshot, forest: &Forest, j: &mut Judgement, h: usize, cfg: &Config) {
+    let host = &snap.procs[h];
+    let iface = modes::interface(host);
+    let unit = service_unit(host);
+    let term = terminal(host);
+    if let Term::Dead(path) = &term {
+        let why = format!("host {} is alive but its terminal {path} is gone", name(host));
+        match (controlling_terminal_dead(host), unit) {
+            (Some(_), None) if iface == modes::Interface::Terminal => {
+                stale(j, cfg, format!("{why}: it is a terminal UI, and that was its controlling terminal"));
+                return;
+            }
+            (_, Some(u)) => j.suspect = Some(format!("{why}, but it runs as systemd unit {u}")),
+            (None, None) if iface == modes::Interface::Terminal => {
+                j.suspect = Some(format!("{why}, but that is not its controlling terminal on its stdin"));
+            }
+            _ => j.suspect = Some(format!("{why}, but {}", iface.why_not(&name(host)))),
+        }
+    }
+    if matches!(term, Term::None)
+        && let Some(why) = abandon::unreachable_host(snap, forest, h)
+    {
+        if let (true, None) = (iface.is_conclusive(), unit) {
+            stale(j, cfg, why);
+            return;
+        }
+        let but = unit.map_or_else(|| iface.why_not(&name(host)), |u| format!("it runs as systemd unit {u}"));
+        j.suspect = Some(format!("{why}; but {but}"));
+    }
+    j.verdict = Verdict::Live;
+    j.reason = match &term {
+        Term::Live(path) => format!("host {} is alive with terminal {path}", name(host)),
+        Term::Dead(path) => {
+            format!("host {} is alive (its terminal {path} is gone, which alone does not show it unused)", name(host))
+        }
+        Term::None => format!("host {} is alive (no terminal: headless or IDE)", name(host)),
+    };
+    abandon::abandoned(snap, j, cfg.reap_abandoned);
+}
+
+/// The systemd service unit `p` is the main process of, if any: its service
+/// manager, not a terminal or a pipe, decides when it ends.
+fn service_unit(p: &Process) -> Option<&str> {
+    let unit = p.details.as_ref()?.unit.as_ref()?;
+    (unit.is_service() && unit.main != Some(false)).then_some(unit.name.as_str())
 }
 
 /// The tree of a live host that is to go with its host (`reap_stale_hosts`).
@@ -357,6 +398,15 @@ fn secs_up(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
+/// How a process adopts orphans as an init or service manager does: never
+/// a `reaperctl run` wrapper, whose host is the session's live owner.
+fn manager_adopter(snap: &Snapshot, forest: &Forest, i: usize) -> Option<String> {
+    if crate::session::is_run_wrapper(&snap.procs[i].cmdline) {
+        return None;
+    }
+    adopter(snap, forest, i)
+}
+
 /// How a process adopts orphans, if it does.
 fn adopter(snap: &Snapshot, forest: &Forest, i: usize) -> Option<String> {
     let p = &snap.procs[i];
@@ -396,6 +446,22 @@ fn terminal(p: &Process) -> Term {
         }
     }
     live.map_or(Term::None, Term::Live)
+}
+
+/// The dead pseudo-terminal that is `p`'s controlling terminal (`stat`
+/// field 7) and its stdin: the terminal a terminal UI reads its keys from.
+fn controlling_terminal_dead(p: &Process) -> Option<&str> {
+    let n = pts_number(p.tty_nr)?;
+    let fd0 = p.details.as_ref()?.fds[0].as_ref()?;
+    let path = fd0.0.strip_suffix(" (deleted)")?;
+    (fd0.is_dead_terminal() && path.strip_prefix("/dev/pts/")?.parse::<u32>().ok()? == n).then_some(fd0.0.as_str())
+}
+
+/// The `N` of `/dev/pts/N` a `tty_nr` encodes (majors 136–143), if it is one.
+pub(crate) fn pts_number(tty_nr: u32) -> Option<u32> {
+    let major = (tty_nr >> 8) & 0xfff;
+    let minor = (tty_nr & 0xff) | ((tty_nr >> 12) & 0xf_ff00);
+    (136..=143).contains(&major).then(|| (major - 136) * 256 + minor)
 }
 
 #[cfg(test)]

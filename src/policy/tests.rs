@@ -113,7 +113,12 @@ impl World {
     }
 }
 
+/// Puts fds 0–2 on the terminal `path`; a `/dev/pts/N` (live or deleted)
+/// becomes the controlling terminal too, as for a process started in it.
 pub(super) fn tty(p: &mut Process, path: &str) {
+    if let Some(n) = path.strip_prefix("/dev/pts/").and_then(|r| r.trim_end_matches(" (deleted)").parse::<u32>().ok()) {
+        p.tty_nr = tty_nr_of_pts(n);
+    }
     let d = p.details.as_mut().unwrap();
     d.fds = [Some(FdTarget(path.into())), Some(FdTarget(path.into())), Some(FdTarget(path.into()))];
 }
@@ -383,4 +388,10 @@ fn secrets_are_matched_raw_but_shown_masked() {
     // protect still sees the real command line.
     let w = w.cfg("[reaper]\ngrace_secs = 0\n[patterns]\nprotect = ['--token=SEKRETSEKRET']\n");
     assert_eq!(w.one().0, Verdict::Protected);
+}
+
+/// The `stat` `tty_nr` of `/dev/pts/N` (the kernel's `new_encode_dev`).
+pub(super) fn tty_nr_of_pts(n: u32) -> u32 {
+    let (major, minor) = (136 + n / 256, n % 256);
+    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
 }

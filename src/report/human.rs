@@ -74,6 +74,9 @@ pub fn render_report(
             let t = &report.trees[i];
             let action = if t.reap { "reap" } else { "keep" };
             let _ = writeln!(out, "  tree {} [{action}]: {}", t.root, cut(&super::printable(&t.reason), width, 16));
+            if let Some(s) = &t.suspect {
+                let _ = writeln!(out, "    suspect, kept: {}", cut(&super::printable(s), width, 20));
+            }
             let _ = writeln!(
                 out,
                 "    {:>7} {:<9} {:>6} {:>8}  {:<28}  COMMAND",

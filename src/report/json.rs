@@ -45,6 +45,10 @@ pub struct Tree {
     /// For a tree to reap: the containers of its `docker|podman run`
     /// clients that would be stopped, or why not (filled by `reaperctl scan`).
     pub containers: Vec<ScanContainer>,
+    /// Kept, but a stricter rule would have taken it on circumstantial
+    /// evidence (a dead terminal of a windowed host, a pipeline's closed
+    /// stdin under an IDE): what that evidence is.
+    pub suspect: Option<String>,
 }
 
 /// One run client's container as `reaperctl scan` sees it.
@@ -196,6 +200,8 @@ pub struct Summary {
     pub scope: Option<i32>,
     /// Copies of a server command beyond the first under one live host.
     pub duplicate_servers: usize,
+    /// Trees kept whose evidence a stricter rule would have acted on.
+    pub suspect_trees: usize,
 }
 
 /// Live members' RSS + swap. Zombies hold no memory worth counting.
@@ -277,6 +283,7 @@ pub fn build(a: &Assessment) -> ScanReport {
                     .map(|d| d.as_secs()),
                 grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
                 containers: Vec::new(),
+                suspect: j.suspect.clone(),
             }
         })
         .collect();
@@ -288,6 +295,7 @@ pub fn build(a: &Assessment) -> ScanReport {
     let duplicates: Vec<_> = a.duplicates.iter().map(|d| super::status::DuplicateServers::new(snap, d)).collect();
     let summary = Summary {
         duplicate_servers: super::status::DuplicateServers::extra(&duplicates),
+        suspect_trees: trees.iter().filter(|t| t.suspect.is_some()).count(),
         processes_scanned: snap.len(),
         trees: trees.len(),
         by_verdict,

@@ -137,6 +137,10 @@ pub struct TreeStatus {
     pub member_count: usize,
     pub memory_bytes: u64,
     pub grace_left_secs: Option<f64>,
+    /// Kept, but on evidence a stricter rule would have taken (see
+    /// `scan --json`'s tree `suspect`).
+    #[serde(default)]
+    pub suspect: Option<String>,
 }
 
 impl TreeStatus {
@@ -154,6 +158,7 @@ impl TreeStatus {
             member_count: j.members.len(),
             memory_bytes: super::json::tree_memory(snap, j),
             grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
+            suspect: j.suspect.clone(),
         }
     }
 }

@@ -48,6 +48,9 @@ pub fn render(s: &Status) -> String {
             t.root_cmd,
             t.reason
         );
+        if let Some(s) = &t.suspect {
+            let _ = writeln!(o, "            suspect, kept: {s}");
+        }
     }
     for d in &s.duplicates {
         let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
