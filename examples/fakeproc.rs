@@ -79,6 +79,12 @@
 //! - `"null"`: both on `/dev/null` (a daemon, a `nohup`-like bystander).
 //! - `"inherit"`: stdin on `/dev/null`, stdout the parent's own (the old
 //!   behaviour).
+//! - `"pty"`: a new pseudo-terminal whose slave is fd 0, 1 and 2 and the
+//!   controlling terminal of a new session the process leads, as a terminal
+//!   emulator starts a shell or a TUI; the parent holds the master (the
+//!   terminal's window). With `close_stdin_ms` the parent closes the master
+//!   then: the window closed, `/dev/pts/N` deleted. The process ignores the
+//!   SIGHUP that follows (it stands in for one that survived it).
 //!
 //! A process never reads its stdin nor writes its stdout after it starts
 //! (the ready line goes to `FAKEPROC_READY`), so one whose parent died, and
@@ -116,6 +122,7 @@ enum StdioKind {
     Socket,
     Null,
     Inherit,
+    Pty,
 }
 
 /// One argv element: text, or raw bytes.
@@ -306,6 +313,22 @@ fn spawn_child(exe: &std::path::Path, child: &Spec, leak: Option<OwnedFd>) {
         StdioKind::Inherit => {
             cmd.stdin(Stdio::null()).stdout(leak.map_or_else(Stdio::inherit, Stdio::from));
         }
+        StdioKind::Pty => {
+            let (master, slave) = open_pty();
+            let dup = |f: &OwnedFd| f.try_clone().unwrap_or_else(|e| fail(&format!("dup of a pty: {e}")));
+            cmd.stdin(Stdio::from(dup(&slave))).stdout(Stdio::from(dup(&slave))).stderr(Stdio::from(slave));
+            // SAFETY: between fork and exec only async-signal-safe calls:
+            // setsid and ioctl, on fd 0 which the slave was just dup2'ed to.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            keep = Some(master);
+        }
     }
     let mut left = child.pad_kib * 1024;
     while left > 0 {
@@ -407,11 +430,45 @@ fn usr1_set() -> libc::sigset_t {
 }
 
 #[allow(clippy::too_many_lines)] // the spec's switches, applied in order
+/// A new pseudo-terminal: (master, slave), both close-on-exec.
+fn open_pty() -> (OwnedFd, OwnedFd) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: posix_openpt returns a new fd or -1; grantpt/unlockpt act on
+    // that fd; ptsname_r writes at most the buffer's length, NUL-terminated.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if m < 0 || libc::grantpt(m) != 0 || libc::unlockpt(m) != 0 {
+            fail(&format!("posix_openpt: {}", std::io::Error::last_os_error()));
+        }
+        let master = OwnedFd::from_raw_fd(m);
+        let mut buf = [0 as libc::c_char; 64];
+        if libc::ptsname_r(m, buf.as_mut_ptr(), buf.len()) != 0 {
+            fail("ptsname_r failed");
+        }
+        let s = libc::open(buf.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if s < 0 {
+            fail(&format!("opening the pty slave: {}", std::io::Error::last_os_error()));
+        }
+        (master, OwnedFd::from_raw_fd(s))
+    }
+}
+
+/// A process on a terminal that stands in for one surviving its hangup.
+fn ignore_hangup() {
+    // SAFETY: single-threaded here; SIG_IGN installs no handler.
+    if unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) } == libc::SIG_ERR {
+        fail("signal(SIGHUP) failed");
+    }
+}
+
 fn main() {
     let text = std::env::var("FAKEPROC").unwrap_or_else(|_| fail("FAKEPROC is not set"));
     let spec: Spec = serde_json::from_str(&text).unwrap_or_else(|e| fail(&format!("bad FAKEPROC spec: {e}")));
     if spec.argv.is_empty() {
         fail("argv must not be empty");
+    }
+    if spec.stdio == StdioKind::Pty {
+        ignore_hangup();
     }
 
     if spec.subreaper {

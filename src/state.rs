@@ -16,7 +16,7 @@ pub fn load(path: &Path) -> (GraceBook, Option<String>) {
 fn loaded(path: &Path, read: Read) -> (GraceBook, Option<String>) {
     match read {
         Read::Book(b) => (b, None),
-        Read::Missing => (GraceBook::default(), None),
+        Read::Missing | Read::OtherBoot => (GraceBook::default(), None),
         Read::Corrupt(e) => {
             (GraceBook::default(), Some(format!("state file {} is corrupt ({e}); starting empty", path.display())))
         }
@@ -50,6 +50,9 @@ pub fn load_for_writer(path: &Path) -> (GraceBook, Option<String>) {
 enum Read {
     Book(GraceBook),
     Missing,
+    /// Written before the last boot, or by a version that did not say which
+    /// boot: its (pid, start time) keys may name new processes now.
+    OtherBoot,
     Corrupt(String),
     Failed(io::Error),
 }
@@ -72,6 +75,13 @@ fn read(path: &Path) -> Read {
         return Read::Corrupt(format!("larger than {} MiB", MAX_SIZE >> 20));
     }
     let Ok(text) = String::from_utf8(bytes) else { return Read::Corrupt("not UTF-8 text".to_string()) };
+    if let Some(now) = boot_id()
+        && serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .is_some_and(|v| v.get("boot_id").and_then(serde_json::Value::as_str) != Some(now.as_str()))
+    {
+        return Read::OtherBoot;
+    }
     match GraceBook::from_json(&text) {
         Ok(b) => {
             restore_lineage(&text);
@@ -89,14 +99,28 @@ fn restore_lineage(text: &str) {
     }
 }
 
+/// This boot's id (`/proc/sys/kernel/random/boot_id`): identities are
+/// (pid, start time since boot), so they hold within one boot only.
+pub fn boot_id() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = text.trim();
+    (id.len() == 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')).then(|| id.to_string())
+}
+
 fn to_json(book: &GraceBook) -> String {
     let text = book.to_json();
     let lineage = crate::hostcfg::lineage_json();
-    if lineage.as_array().is_none_or(Vec::is_empty) {
+    let boot = boot_id();
+    if lineage.as_array().is_none_or(Vec::is_empty) && boot.is_none() {
         return text;
     }
     let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) else { return text };
-    v["lineage"] = lineage;
+    if let Some(b) = boot {
+        v["boot_id"] = b.into();
+    }
+    if !lineage.as_array().is_none_or(Vec::is_empty) {
+        v["lineage"] = lineage;
+    }
     serde_json::to_string_pretty(&v).unwrap_or(text)
 }
 
@@ -132,7 +156,7 @@ mod tests {
             UNIX_EPOCH + Duration::from_secs(5),
         );
         save(&path, &b).unwrap();
-        assert_eq!(load(&path), (b, None));
+        assert_eq!(load(&path), (b.clone(), None));
         std::fs::write(&path, "{not json").unwrap();
         let (empty, warn) = load(&path);
         assert!(empty.is_empty());
@@ -146,6 +170,17 @@ mod tests {
         assert!(!path.exists());
         assert_eq!(std::fs::read(dir.join("sub/state.json.corrupt")).unwrap(), b"\xff\xfe{garbage");
         assert_eq!(load(&dir.join("missing.json")), (GraceBook::default(), None));
+        // Another boot's file (or one that does not say): its identities may
+        // be new processes now, so it starts empty, without a warning.
+        if let Some(now) = boot_id() {
+            save(&path, &b).unwrap();
+            assert!(std::fs::read_to_string(&path).unwrap().contains(&format!("\"boot_id\": \"{now}\"")));
+            let other = std::fs::read_to_string(&path).unwrap().replace(&now, "00000000-0000-0000-0000-000000000000");
+            std::fs::write(&path, other).unwrap();
+            assert_eq!(load(&path), (GraceBook::default(), None));
+            std::fs::write(&path, b.to_json()).unwrap();
+            assert_eq!(load(&path), (GraceBook::default(), None), "no boot id: from before this version");
+        }
         let (_, warn) = load_for_writer(&dir.join("sub"));
         assert!(warn.unwrap().contains("is a directory"));
         assert!(dir.join("sub").is_dir());

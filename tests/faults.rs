@@ -109,8 +109,11 @@ fn sigkill_mid_termination_then_restart_finishes_the_tree_and_keeps_grace() {
     let dir = sb.dir().path();
     let state = dir.join("state.json");
     let seeded = unix_ms() - 3_600_000;
-    let book =
-        json!({"version": 1, "trees": [{"pid": npm_a, "start_time": start_time(npm_a), "first_seen_unix_ms": seeded}]});
+    // Written in this boot (a file of another boot, or of no stated boot,
+    // is not read: its identities may be new processes now).
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim().to_string();
+    let book = json!({"version": 1, "boot_id": boot,
+        "trees": [{"pid": npm_a, "start_time": start_time(npm_a), "first_seen_unix_ms": seeded}]});
     std::fs::write(&state, book.to_string()).unwrap();
     let cfg = config(dir, 60, "");
     let (socket, log1, log2) = (dir.join("control.sock"), dir.join("daemon1.log"), dir.join("daemon2.log"));

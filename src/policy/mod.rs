@@ -292,14 +292,14 @@ fn judge_under_host(snap: &Snapshot, forest: &Forest, j: &mut Judgement, h: usiz
     let term = terminal(host);
     if let Term::Dead(path) = &term {
         let why = format!("host {} is alive but its terminal {path} is gone", name(host));
-        match (controlling_terminal_dead(host), unit) {
+        match (keys_terminal_dead(host), unit) {
             (Some(_), None) if iface == modes::Interface::Terminal => {
-                stale(j, cfg, format!("{why}: it is a terminal UI, and that was its controlling terminal"));
+                stale(j, cfg, format!("{why}: it is a terminal UI, and that terminal was its stdin"));
                 return;
             }
             (_, Some(u)) => j.suspect = Some(format!("{why}, but it runs as systemd unit {u}")),
             (None, None) if iface == modes::Interface::Terminal => {
-                j.suspect = Some(format!("{why}, but that is not its controlling terminal on its stdin"));
+                j.suspect = Some(format!("{why}, but it does not read its keys from that terminal"));
             }
             _ => j.suspect = Some(format!("{why}, but {}", iface.why_not(&name(host)))),
         }
@@ -448,13 +448,17 @@ fn terminal(p: &Process) -> Term {
     live.map_or(Term::None, Term::Live)
 }
 
-/// The dead pseudo-terminal that is `p`'s controlling terminal (`stat`
-/// field 7) and its stdin: the terminal a terminal UI reads its keys from.
-fn controlling_terminal_dead(p: &Process) -> Option<&str> {
-    let n = pts_number(p.tty_nr)?;
+/// The dead pseudo-terminal a terminal UI read its keys from: its stdin,
+/// and its controlling terminal unless `stat` field 7 names another one.
+/// When a terminal's master closes the kernel hangs it up and clears the
+/// controlling terminal of every process of its session, so field 7 reads
+/// 0 afterwards: what remains of the terminal is fd 0 on the deleted
+/// `/dev/pts/N`. A process that only kept an output fd there (`> log 2>&1`
+/// the other way round, a GUI's stderr) is not reading from it.
+fn keys_terminal_dead(p: &Process) -> Option<&str> {
     let fd0 = p.details.as_ref()?.fds[0].as_ref()?;
-    let path = fd0.0.strip_suffix(" (deleted)")?;
-    (fd0.is_dead_terminal() && path.strip_prefix("/dev/pts/")?.parse::<u32>().ok()? == n).then_some(fd0.0.as_str())
+    let n: u32 = fd0.0.strip_suffix(" (deleted)")?.strip_prefix("/dev/pts/")?.parse().ok()?;
+    (p.tty_nr == 0 || pts_number(p.tty_nr) == Some(n)).then_some(fd0.0.as_str())
 }
 
 /// The `N` of `/dev/pts/N` a `tty_nr` encodes (majors 136–143), if it is one.

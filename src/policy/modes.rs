@@ -23,7 +23,7 @@ pub(super) enum Interface {
     /// A one-shot run: reads its task, works, exits by itself. The text is
     /// the words that say so.
     OneShot(String),
-    /// A windowed app (Electron, JetBrains, Zed, …): its windows are its
+    /// A windowed app (an Electron editor, Zed, an IDEA-family IDE): its windows are its
     /// interface, whatever terminal it was started from.
     Window,
     /// A background or service mode, or a command line the table cannot
@@ -239,11 +239,10 @@ const CODEX_VALUED: &[&str] = &[
 
 fn codex(args: &[&str]) -> Interface {
     match positionals(args, CODEX_VALUED).first() {
-        None => Interface::Terminal,
+        None | Some(&("resume" | "fork")) => Interface::Terminal,
         Some(&("exec" | "e")) => one_shot("codex exec"),
         Some(&"review") => one_shot("codex review"),
         Some(&("app-server" | "proto")) => Interface::Stdin("codex app-server"),
-        Some(&("resume" | "fork")) => Interface::Terminal,
         Some(&sub) if CODEX_OTHER.contains(&sub) => Interface::Unknown,
         // Anything else is the TUI's first prompt.
         Some(_) => Interface::Terminal,

@@ -1,7 +1,7 @@
 //! A person's terminal session: what runs as a job of an interactive shell
 //! belongs to the person typing into it, not to whatever hosts the terminal.
-//! VS Code's and Cursor's pty hosts (`code --type=utility`), JetBrains' and
-//! Warp's terminal processes match the host patterns, but no host started
+//! VS Code's and Cursor's pty hosts (`code --type=utility`), the terminal
+//! processes of IDEA-family IDEs and of Warp match the host patterns, but no host started
 //! `cat log | npx server` in one of their terminals: a person did, and only
 //! the person knows whether it is done.
 

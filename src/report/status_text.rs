@@ -38,19 +38,7 @@ pub fn render(s: &Status) -> String {
     let counts: Vec<String> = counts.iter().map(|(v, n)| format!("{n} {v}")).collect();
     let _ = writeln!(o, "trees:    {}", if counts.is_empty() { "none".into() } else { counts.join(", ") });
     for t in &s.trees {
-        let left = t.grace_left_secs.map(|l| format!(" ({:.0}s left)", l.ceil())).unwrap_or_default();
-        let _ = writeln!(
-            o,
-            "  {:<9} {:>7} {:>8}  {}{left}\n            {}",
-            t.verdict,
-            t.root,
-            bytes(t.memory_bytes),
-            t.root_cmd,
-            t.reason
-        );
-        if let Some(s) = &t.suspect {
-            let _ = writeln!(o, "            suspect, kept: {s}");
-        }
+        tree(&mut o, t);
     }
     for d in &s.duplicates {
         let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
@@ -130,5 +118,21 @@ fn pressure(p: &PressureStatus) -> String {
         ),
         _ if p.watch == "off" => format!("off{note}"),
         _ => format!("memory: not read yet ({how})"),
+    }
+}
+
+fn tree(o: &mut String, t: &super::status::TreeStatus) {
+    let left = t.grace_left_secs.map(|l| format!(" ({:.0}s left)", l.ceil())).unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "  {:<9} {:>7} {:>8}  {}{left}\n            {}",
+        t.verdict,
+        t.root,
+        bytes(t.memory_bytes),
+        t.root_cmd,
+        t.reason
+    );
+    if let Some(s) = &t.suspect {
+        let _ = writeln!(o, "            suspect, kept: {s}");
     }
 }

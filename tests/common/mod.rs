@@ -411,6 +411,14 @@ impl Spec {
         self
     }
 
+    /// fd 0–2 on a new pseudo-terminal that is the controlling terminal
+    /// of a session this process leads; the parent holds the master and,
+    /// with [`Spec::close_stdin_after`], closes it then (the window closed).
+    pub fn stdio_pty(mut self) -> Spec {
+        self.stdio = "pty";
+        self
+    }
+
     /// fd 0 and fd 1 both one end of a unix socketpair whose other end the
     /// parent holds, as Claude Code starts its servers.
     pub fn stdio_socket(mut self) -> Spec {
