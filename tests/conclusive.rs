@@ -178,8 +178,8 @@ fn a_host_under_a_live_run_wrapper_is_judged_under_a_live_parent() {
         let mut sb = Sandbox::new(vec![
             Spec::new(&["sh", "review.sh"]).child(Spec::new(&argv).real().env("FAKEPROC", &spec).close_stdin_after(0)),
         ]);
-        let n = sb.ready().len();
-        sb.wait_ready(n + 2);
+        // The scope, the script, the wrapper, and the host and its server.
+        sb.wait_ready(5);
         let (h, server) = (sb.pid_of(host[0]), sb.pid_of("npx"));
         let wrapper = ppid_of(h).unwrap();
         let cfg = sb.dir().config(0, "");
