@@ -17,7 +17,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, once_json, ppid_of, s, scan_json, tree_rooted_at, wait_until};
+use common::{
+    Sandbox, Spec, TempDir, alive, once_json, ppid_of, reaperctl, s, scan_json, text, tree_rooted_at, wait_until,
+};
 use serde_json::Value;
 
 const SERVER: &[&str] = &["npx", "-y", "@playwright/mcp@latest"];
@@ -75,6 +77,9 @@ fn a_windowed_host_whose_launching_terminal_closed_is_kept() {
         let suspect = t["suspect"].as_str().unwrap_or_default();
         assert!(suspect.contains("is gone") && suspect.contains("windowed app"), "{host:?}: {t:#}");
         assert_eq!(v["summary"]["suspect_trees"], 1, "{v:#}");
+        let human = reaperctl(["scan", "--config", cfg.to_str().unwrap(), "--scope", &s(sb.scope_pid())]);
+        let human = text(&human.stdout);
+        assert!(human.contains("suspect, kept: host") && human.contains("windowed app"), "{human}");
         nothing_reaped(&sb, &cfg, &[h, server]);
     }
 }

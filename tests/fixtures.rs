@@ -135,7 +135,13 @@ fn full_fixture_with_self_gives_every_verdict() {
     );
 
     // F: a login shell owns it.
-    assert_verdict(&v, 6001, "foreign", false, "run from -bash (pid 6000), the interactive shell of a person's terminal /dev/pts/2");
+    assert_verdict(
+        &v,
+        6001,
+        "foreign",
+        false,
+        "run from -bash (pid 6000), the interactive shell of a person's terminal /dev/pts/2",
+    );
 
     // G: deeper PID namespace (NSpid has two levels, the reaper's one).
     assert_verdict(&v, 7000, "protected", false, "lives in another PID namespace");
