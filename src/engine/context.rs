@@ -100,7 +100,8 @@ fn config_dir(c: &ClientView<'_>) -> Option<PathBuf> {
 }
 
 /// `currentContext` of `dir/config.json`; `None` when the file or the key
-/// is missing.
+/// is missing, or when the user may not read the file (the docker CLI then
+/// warns and goes on with the default).
 fn current_context(dir: &Path, user: &Cred) -> Result<Option<String>, String> {
     #[derive(serde::Deserialize)]
     struct Config {
@@ -111,7 +112,10 @@ fn current_context(dir: &Path, user: &Cred) -> Result<Option<String>, String> {
     let bytes = match crate::userfile::read_as(&path, user, MAX_CONFIG) {
         Ok(b) => b,
         Err(Denied::Missing(_)) => return Ok(None),
-        Err(Denied::Refused(e)) => return Err(format!("{}: {e}", path.display())),
+        Err(Denied::Refused(e)) => {
+            tracing::debug!("{} not read for uid {}: {e}", path.display(), user.uid);
+            return Ok(None);
+        }
     };
     let cfg: Config = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(cfg.current.filter(|n| !n.is_empty()))
