@@ -317,53 +317,64 @@ fn opened(fd: &std::os::fd::OwnedFd) -> bool {
     rustix::io::read(fd, &mut buf).is_ok_and(|n| n > 0)
 }
 
+/// An engine nobody may use (0666 in a public directory `dir`), holding
+/// one container that fits `client` but for what its cidfile says.
+fn engine_for(dir: &TempDir, client: i32) -> (FakeEngine, String) {
+    let sock = dir.path().join("e.sock");
+    let e = FakeEngine::serve(&sock, 0o666);
+    e.add(ID, "root-db", started_at(client) + Duration::from_millis(800));
+    (e, format!("engine_sockets = [{:?}]\n", s(sock.display())))
+}
+
 #[test]
-fn a_cidfile_is_read_with_its_users_rights_and_never_a_fifo_or_device() {
-    let test = "a_cidfile_is_read_with_its_users_rights_and_never_a_fifo_or_device";
+fn a_cidfile_only_root_may_read_is_not_read_for_a_user() {
+    let test = "a_cidfile_only_root_may_read_is_not_read_for_a_user";
     if !can_run(test) {
         return;
     }
-    let dir = public_dir("cidfiles");
-    // Root's file holding the id of root's container; a FIFO and a device
-    // node (as /dev/zero), both nobody's own, as other clients' cidfiles.
+    let dir = public_dir("cidfile");
+    // Root's file holding the id of root's container.
     let root_only = dir.write("root.cid", format!("{ID}\n"));
     std::fs::set_permissions(&root_only, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let sb = Sandbox::new(vec![host_with("c", docker(&["--cidfile", &s(root_only.display())]))]);
+    let client = sb.pid_of("docker run -i --rm --cidfile");
+    let (e, sockets) = engine_for(&dir, client);
+    let (scan, _, once) = orphan_and_reap(&sb, &["c"], &sockets);
+    assert!(e.changes().is_empty(), "requests that change things reached the engine: {:?}", e.requests());
+    let (reason, plan) = why(&scan, &once, client);
+    let refusal = format!("its --cidfile {} not read: owned by uid 0", root_only.display());
+    assert!(reason.contains(&refusal), "{reason}");
+    assert!(plan.contains(&refusal), "{plan}");
+}
+
+#[test]
+fn a_fifo_or_a_device_as_a_cidfile_is_never_opened() {
+    let test = "a_fifo_or_a_device_as_a_cidfile_is_never_opened";
+    if !can_run(test) {
+        return;
+    }
+    let dir = public_dir("cidfile-nodes");
+    // A FIFO and a device node (as /dev/zero), both nobody's own.
     let fifo = dir.path().join("fifo.cid");
     rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o666), 0)
         .unwrap();
     let device = dir.path().join("zero.cid");
     let zero = rustix::fs::makedev(1, 5);
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &device,
-        rustix::fs::FileType::CharacterDevice,
-        rustix::fs::Mode::from_raw_mode(0o666),
-        zero,
-    )
-    .unwrap();
+    let char_dev = rustix::fs::FileType::CharacterDevice;
+    rustix::fs::mknodat(rustix::fs::CWD, &device, char_dev, rustix::fs::Mode::from_raw_mode(0o666), zero).unwrap();
     for p in [&fifo, &device] {
         std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
     }
     let (fifo_opens, device_opens) = (watch_opens(&fifo), watch_opens(&device));
     let cid = |p: &Path| docker(&["--cidfile", &s(p.display())]);
-    let sb =
-        Sandbox::new(vec![host_with("c", cid(&root_only)), host_with("f", cid(&fifo)), host_with("z", cid(&device))]);
+    let sb = Sandbox::new(vec![host_with("f", cid(&fifo)), host_with("z", cid(&device))]);
     let of = |p: &Path| sb.pid_of(&format!("docker run -i --rm --cidfile {}", p.display()));
-    let (c_root, c_fifo, c_dev) = (of(&root_only), of(&fifo), of(&device));
-    // An engine nobody may use (0666 in a public directory): only the
-    // cidfiles decide. Root's container fits the first client otherwise.
-    let sock = dir.path().join("e.sock");
-    let e = FakeEngine::serve(&sock, 0o666);
-    e.add(ID, "root-db", started_at(c_root) + Duration::from_millis(800));
-    let (scan, _, once) =
-        orphan_and_reap(&sb, &["c", "f", "z"], &format!("engine_sockets = [{:?}]\n", s(sock.display())));
-    assert!(e.changes().is_empty(), "requests that change things reached the engine: {:?}", e.requests());
+    let (c_fifo, c_dev) = (of(&fifo), of(&device));
+    let (e, sockets) = engine_for(&dir, c_fifo);
+    let (scan, _, once) = orphan_and_reap(&sb, &["f", "z"], &sockets);
     assert!(!opened(&fifo_opens), "the FIFO given as a cidfile was opened");
     assert!(!opened(&device_opens), "the device given as a cidfile was opened");
-    let (reason, plan) = why(&scan, &once, c_root);
-    let refusal = format!("its --cidfile {} not read: owned by uid 0", root_only.display());
-    assert!(reason.contains(&refusal), "{reason}");
-    assert!(plan.contains(&refusal), "{plan}");
+    assert!(e.changes().is_empty(), "requests that change things reached the engine: {:?}", e.requests());
     for (client, p) in [(c_fifo, &fifo), (c_dev, &device)] {
         let (reason, _) = why(&scan, &once, client);
         let refusal = format!("its --cidfile {} not read: not a regular file", p.display());
