@@ -117,7 +117,10 @@ fn current_context(dir: &Path, user: &Cred) -> Result<Option<String>, String> {
             return Ok(None);
         }
     };
-    let cfg: Config = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Where, not what: serde's messages can quote the file.
+    let cfg: Config = serde_json::from_slice(&bytes).map_err(|e| {
+        format!("{}: not a docker CLI config (line {}, column {})", path.display(), e.line(), e.column())
+    })?;
     Ok(cfg.current.filter(|n| !n.is_empty()))
 }
 
