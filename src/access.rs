@@ -400,6 +400,35 @@ mod tests {
     }
 
     #[test]
+    fn an_acl_grants_nothing_beyond_its_owner_class() {
+        let dir = tempfile::tempdir().unwrap();
+        chmod(dir.path(), 0o755);
+        let sock = dir.path().join("e.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        // user::rw- user:4243:rw- group::--- mask::rw- other::---, as the
+        // kernel stores it (linux/posix_acl_xattr.h): the mode's group bits
+        // show the mask (rw), the owning group has nothing.
+        let mut acl = 2u32.to_le_bytes().to_vec();
+        for (tag, perm, id) in
+            [(0x01u16, 6u16, u32::MAX), (0x02, 6, 4243), (0x04, 0, u32::MAX), (0x10, 6, u32::MAX), (0x20, 0, u32::MAX)]
+        {
+            acl.extend(tag.to_le_bytes());
+            acl.extend(perm.to_le_bytes());
+            acl.extend(id.to_le_bytes());
+        }
+        if rustix::fs::setxattr(&sock, "system.posix_acl_access", &acl, rustix::fs::XattrFlags::empty()).is_err() {
+            return; // no ACLs on this filesystem
+        }
+        let st = stat(&sock);
+        assert_eq!(st.st_mode & 0o070, 0o060, "the mask shows as the group bits");
+        let member = Cred { uid: st.st_uid + 4242, gid: 4000, groups: vec![st.st_gid] };
+        let e = check_socket(&sock, &member).err().unwrap().to_string();
+        assert!(e.contains("may not connect"), "{e}");
+        let owner = Cred { uid: st.st_uid, gid: 4000, groups: vec![] };
+        assert!(check_socket(&sock, &owner).is_ok());
+    }
+
+    #[test]
     fn set_id_processes_are_nobodys_word() {
         let dir = tempfile::tempdir().unwrap();
         let status = |uid: &str, gid: &str| {
