@@ -15,6 +15,7 @@
     allow(clippy::float_cmp, clippy::unreadable_literal, clippy::cast_sign_loss, clippy::cast_possible_truncation)
 )]
 
+pub mod access;
 pub(crate) mod atomic;
 pub mod config;
 pub mod ctl;

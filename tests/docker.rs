@@ -434,44 +434,52 @@ fn an_engine_named_by_the_current_docker_context_is_asked(e: &Engine) {
 }
 
 /// Stand-in `docker run -i --rm --name N` clients whose containers the test
-/// makes itself just after them: one with `run -di` (the engine says it runs
-/// detached: left running, whatever the client's argv says), one with
-/// `create -i` + `start` (attached by the engine's view; the engine does not
-/// remove it itself, so the reaper does, the client having asked for --rm).
+/// makes itself just after each of them (image and command the client's:
+/// a name alone ties no container to a client): one with `run -di` (the
+/// engine says it runs detached: left running, whatever the client's argv
+/// says), one with `create -i` + `start` (attached by the engine's view;
+/// the engine does not remove it itself, so the reaper does, the client
+/// having asked for --rm). One sandbox each, so each container is created
+/// right after its own client started.
 fn named_containers_by_the_engines_view(e: &Engine) {
+    let rest: Vec<&str> = [&["--network", "none"], e.run_flags(), &[IMAGE], STUBBORN].concat();
     let named = |host: &str, name: &str| {
-        Spec::new(&["claude", host]).child(Spec::new(&["docker", "run", "-i", "--rm", "--name", name, IMAGE, "sh"]))
+        let argv: Vec<&str> = [&["docker", "run", "-i", "--rm", "--name", name, IMAGE][..], STUBBORN].concat();
+        Sandbox::new(vec![Spec::new(&["claude", host]).child(Spec::new(&argv))])
     };
-    let sb = Sandbox::new(vec![named("h", "t14-detached"), named("i", "t14-created")]);
-    let detached_client = sb.pid_of("docker run -i --rm --name t14-detached");
-    let created_client = sb.pid_of("docker run -i --rm --name t14-created");
     let run = |args: &[&str]| {
         let out = e.docker(args);
         assert!(out.status.success(), "docker {args:?}: {}", text(&out.stderr));
     };
-    let rest: Vec<&str> = [&["--network", "none"], e.run_flags(), &[IMAGE], STUBBORN].concat();
+    let reap = |sb: &Sandbox, host: &str, client: i32| -> Value {
+        sb.kill_host(sb.pid_of(host));
+        let v = once(sb, &config(sb, e), &[]);
+        let outs = v["outcomes"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+        let o = outs.iter().find(|o| o["root"]["pid"] == client).unwrap_or_else(|| panic!("{v:#}")).clone();
+        assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+        o
+    };
+
+    let sb = named("h", "t14-detached");
+    let detached_client = sb.pid_of("docker run -i --rm --name t14-detached");
     run(&[&["run", "-di", "--name", "t14-detached"][..], &rest].concat());
-    run(&[&["create", "-i", "--name", "t14-created"][..], &rest].concat());
-    run(&["start", "t14-created"]);
-    assert!(e.running("t14-detached") && e.running("t14-created"));
-    sb.kill_host(sb.pid_of("claude h"));
-    sb.kill_host(sb.pid_of("claude i"));
-    let v = once(&sb, &config(&sb, e), &[]);
-    let outs = v["outcomes"].as_array().unwrap_or_else(|| panic!("{v:#}"));
-    let of = |client: i32| outs.iter().find(|o| o["root"]["pid"] == client).unwrap_or_else(|| panic!("{v:#}"));
-    let o = of(detached_client);
+    assert!(e.running("t14-detached"));
+    let o = reap(&sb, "claude h", detached_client);
     let why = "container of client {c} not stopped: the engine says t14-detached was started detached (-d)";
     assert!(o["reason"].as_str().unwrap().contains(&why.replace("{c}", &s(detached_client))), "{o:#}");
     assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
     assert!(e.running("t14-detached"), "the detached container was touched");
-    let o = of(created_client);
+
+    let sb = named("i", "t14-created");
+    let created_client = sb.pid_of("docker run -i --rm --name t14-created");
+    run(&[&["create", "-i", "--name", "t14-created"][..], &rest].concat());
+    run(&["start", "t14-created"]);
+    assert!(e.running("t14-created"));
+    let o = reap(&sb, "claude i", created_client);
     let c = &o["containers"][0];
     assert_eq!((c["name"].as_str(), c["ended"].as_str()), (Some("t14-created"), Some("killed")), "{o:#}");
     assert_eq!(c["removed"], true, "{o:#}");
     assert!(e.inspect("t14-created").is_none(), "t14-created was not removed");
-    for client in [detached_client, created_client] {
-        assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
-    }
     let _ = e.docker(&["rm", "-f", "t14-detached"]);
 }
 
@@ -552,7 +560,8 @@ fn podman_run_servers_have_their_container_stopped() {
     // Podman's compatible API shows no attach flags: its own API's record of
     // the `run -di` that made the container says it is detached.
     let sb = Sandbox::new(vec![
-        Spec::new(&["claude", "b"]).child(Spec::new(&["podman", "run", "-i", "--name", "t14-pd", IMAGE, "sh"])),
+        Spec::new(&["claude", "b"])
+            .child(Spec::new(&[&["podman", "run", "-i", "--name", "t14-pd", IMAGE][..], STUBBORN].concat())),
     ]);
     let client = sb.pid_of("podman run -i --name t14-pd");
     let out = e.docker(

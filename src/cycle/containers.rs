@@ -6,6 +6,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::access::Cred;
 use crate::config::Config;
 use crate::engine::{self, Client, RunArgs};
 use crate::ids::Identity;
@@ -27,10 +28,20 @@ pub fn attach(orders: &mut [Order], snap: &Snapshot, procfs: &ProcFs, cfg: &Conf
             let started = snap.taken_at.unwrap_or_else(SystemTime::now) - age;
             let cwd = std::fs::read_link(procfs.root().join(format!("{}/cwd", id.pid))).ok();
             let kind = run.engine.unwrap_or(engine::EngineKind::Docker);
-            let uid = p.uid().map(|u| u.0);
-            let engines = named_engine(procfs, *id, &run, kind, uid, cwd.as_deref())
-                .and_then(|named| engine::sockets(kind, named, &cfg.containers.engine_sockets, uid));
-            asks.push((i, Client { pid: id.pid.get(), started, run, cwd }, engines));
+            // Everything is judged as the client's user: the engine they could
+            // use, the files they could read.
+            let user = client_user(procfs, *id);
+            let engines = user.as_ref().map_err(Clone::clone).and_then(|user| {
+                named_engine(procfs, *id, &run, kind, user, cwd.as_deref())
+                    .and_then(|named| engine::sockets(kind, named, &cfg.containers.engine_sockets, user))
+            });
+            let Ok(user) = user else {
+                // Reported through `engines`' error; a user no one knows reads nothing.
+                let nobody = Cred { uid: u32::MAX, gid: u32::MAX, groups: Vec::new() };
+                asks.push((i, Client { pid: id.pid.get(), started, run, cwd, user: nobody }, engines));
+                continue;
+            };
+            asks.push((i, Client { pid: id.pid.get(), started, run, cwd, user }, engines));
         }
     }
     if asks.is_empty() {
@@ -97,17 +108,26 @@ fn named_engine(
     id: Identity,
     run: &RunArgs,
     kind: engine::EngineKind,
-    uid: Option<u32>,
+    user: &Cred,
     cwd: Option<&std::path::Path>,
 ) -> Result<Option<std::path::PathBuf>, String> {
     let dir = procfs.root().join(id.pid.to_string());
     let environ = engine::read_environ(&dir).unwrap_or_default();
-    let view = engine::context::ClientView { run, kind, environ: &environ, cwd, uid };
+    let view = engine::context::ClientView { run, kind, environ: &environ, cwd, user };
     let Some((address, from)) = engine::context::address(&view)? else { return Ok(None) };
     // The reason reads "container of client N not stopped: engine at tcp://… (DOCKER_HOST) is not a local socket".
     engine::local_socket(&address)
         .map(Some)
         .ok_or_else(|| format!("engine at {address} ({from}) is not a local socket"))
+}
+
+/// The client's user, from its `/proc/PID/status`, if the pid is still the
+/// process judged; why not, for the reason.
+fn client_user(procfs: &ProcFs, id: Identity) -> Result<Cred, String> {
+    let cred = Cred::of_process(&procfs.root().join(id.pid.to_string()))
+        .map_err(|e| format!("the client's user is not known: {e}"))?;
+    let still = procfs.stat(id.pid).is_some_and(|st| st.start_time == id.start_time.0);
+    if still { Ok(cred) } else { Err("the client exited while it was looked at".into()) }
 }
 
 /// The client's argv as the kernel holds it (NUL-separated), if the pid is

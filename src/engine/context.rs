@@ -12,15 +12,20 @@
 //! Podman takes `--url`/`-H`, else `CONTAINER_HOST`; its named connections
 //! (`--connection`, `CONTAINER_CONNECTION`) are remote (ssh) and not read.
 //!
-//! The files are the client user's: each is read only if it is a regular
-//! file that user owns ([`crate::userfile`]); of `config.json`, which also
-//! holds credentials, only `currentContext` is parsed out and nothing kept.
+//! The files are the client user's: each is read with that user's rights
+//! (the path resolved as them, every directory searched as them), only if
+//! it is a regular file they own ([`crate::userfile`]); the contexts'
+//! directory is listed only if they may list it. Of `config.json`, which
+//! also holds credentials, only `currentContext` is parsed out and nothing
+//! kept. The endpoint found is then used only if that user could connect to
+//! it ([`super::sockets`]).
 
 use std::path::{Path, PathBuf};
 
 use super::EngineKind;
 use super::environ;
 use super::run_args::RunArgs;
+use crate::access::{Cred, Denied};
 
 /// A `config.json` of a few KiB; `meta.json` files are smaller still.
 const MAX_CONFIG: u64 = 1 << 20;
@@ -36,8 +41,8 @@ pub struct ClientView<'a> {
     pub environ: &'a [u8],
     /// Its working directory (a relative `--config`).
     pub cwd: Option<&'a Path>,
-    /// Its user: only that user's files are read (unknown: none are).
-    pub uid: Option<u32>,
+    /// Its user: files are read with their rights.
+    pub user: &'a Cred,
 }
 
 /// The engine address the client uses and where it came from (for reasons:
@@ -50,14 +55,11 @@ pub fn address(c: &ClientView<'_>) -> Result<Option<(String, String)>, String> {
         return Ok(c.run.host.clone().map(|h| (h, "its argv".into())).or_else(from_env));
     }
     // The steps that read the user's files.
-    let files = || -> Result<Option<(u32, PathBuf)>, String> {
-        let Some(uid) = c.uid else { return Ok(None) };
-        config_dir(c, uid)
-            .map(|dir| Some((uid, dir)))
-            .ok_or_else(|| "the docker CLI's config directory is unknown".into())
+    let files = || -> Result<PathBuf, String> {
+        config_dir(c).ok_or_else(|| "the docker CLI's config directory is unknown".into())
     };
     if let Some(name) = &c.run.context {
-        return files()?.map_or(Ok(None), |(uid, dir)| endpoint(&dir, name, uid));
+        return endpoint(&files()?, name, c.user);
     }
     if let Some(h) = &c.run.host {
         return Ok(Some((h.clone(), "its argv".into())));
@@ -65,54 +67,65 @@ pub fn address(c: &ClientView<'_>) -> Result<Option<(String, String)>, String> {
     if let Some(h) = var("DOCKER_HOST") {
         return Ok(Some((h, "DOCKER_HOST".into())));
     }
-    let Some((uid, dir)) = files()? else { return Ok(None) };
-    match var("DOCKER_CONTEXT").map_or_else(|| current_context(&dir, uid), |name| Ok(Some(name)))? {
-        Some(name) => endpoint(&dir, &name, uid),
+    let dir = files()?;
+    match var("DOCKER_CONTEXT").map_or_else(|| current_context(&dir, c.user), |name| Ok(Some(name)))? {
+        Some(name) => endpoint(&dir, &name, c.user),
         None => Ok(None),
     }
 }
 
 /// The endpoint of context `name` in config directory `dir`; `None` for
 /// `default`.
-fn endpoint(dir: &Path, name: &str, uid: u32) -> Result<Option<(String, String)>, String> {
+fn endpoint(dir: &Path, name: &str, user: &Cred) -> Result<Option<(String, String)>, String> {
     if name == "default" {
         return Ok(None);
     }
     let from = format!("docker context {name}");
-    find_endpoint(dir, name, uid)?
+    find_endpoint(dir, name, user)?
         .map(|h| Some((h, from.clone())))
         .ok_or_else(|| format!("{from} is not in {}", dir.join("contexts/meta").display()))
 }
 
 /// `--config DIR`, else `DOCKER_CONFIG`, else `.docker` in `HOME` (else the
-/// passwd home of `uid`); relative to the client's working directory.
-fn config_dir(c: &ClientView<'_>, uid: u32) -> Option<PathBuf> {
+/// passwd home of its user); relative to the client's working directory.
+fn config_dir(c: &ClientView<'_>) -> Option<PathBuf> {
     let var = |name: &str| environ::var(c.environ, name).map(PathBuf::from);
     let dir = c.run.config_dir.clone().or_else(|| var("DOCKER_CONFIG")).or_else(|| {
-        var("HOME").filter(|h| h.is_absolute()).or_else(|| crate::userfile::passwd_home(uid)).map(|h| h.join(".docker"))
+        var("HOME")
+            .filter(|h| h.is_absolute())
+            .or_else(|| crate::userfile::passwd_home(c.user.uid))
+            .map(|h| h.join(".docker"))
     })?;
     if dir.is_absolute() { Some(dir) } else { c.cwd.map(|cwd| cwd.join(dir)) }
 }
 
 /// `currentContext` of `dir/config.json`; `None` when the file or the key
-/// is missing.
-fn current_context(dir: &Path, uid: u32) -> Result<Option<String>, String> {
+/// is missing, or when the user may not read the file (the docker CLI then
+/// warns and goes on with the default).
+fn current_context(dir: &Path, user: &Cred) -> Result<Option<String>, String> {
     #[derive(serde::Deserialize)]
     struct Config {
         #[serde(rename = "currentContext")]
         current: Option<String>,
     }
     let path = dir.join("config.json");
-    if !path.exists() {
-        return Ok(None);
-    }
-    let bytes = crate::userfile::read(&path, uid, MAX_CONFIG).map_err(|e| format!("{}: {e}", path.display()))?;
-    let cfg: Config = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = match crate::userfile::read_as(&path, user, MAX_CONFIG) {
+        Ok(b) => b,
+        Err(Denied::Missing(_)) => return Ok(None),
+        Err(Denied::Refused(e)) => {
+            tracing::debug!("{} not read for uid {}: {e}", path.display(), user.uid);
+            return Ok(None);
+        }
+    };
+    // Where, not what: serde's messages can quote the file.
+    let cfg: Config = serde_json::from_slice(&bytes).map_err(|e| {
+        format!("{}: not a docker CLI config (line {}, column {})", path.display(), e.line(), e.column())
+    })?;
     Ok(cfg.current.filter(|n| !n.is_empty()))
 }
 
 /// The docker endpoint of the context called `name` in `dir/contexts/meta`.
-fn find_endpoint(dir: &Path, name: &str, uid: u32) -> Result<Option<String>, String> {
+fn find_endpoint(dir: &Path, name: &str, user: &Cred) -> Result<Option<String>, String> {
     #[derive(serde::Deserialize)]
     struct Meta {
         #[serde(rename = "Name")]
@@ -130,13 +143,13 @@ fn find_endpoint(dir: &Path, name: &str, uid: u32) -> Result<Option<String>, Str
         host: Option<String>,
     }
     let meta = dir.join("contexts/meta");
-    let entries = match std::fs::read_dir(&meta) {
+    let entries = match crate::userfile::list_dir(&meta, user, MAX_CONTEXTS) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {}", meta.display(), crate::userfile::failure(&e))),
+        Err(Denied::Missing(_)) => return Ok(None),
+        Err(Denied::Refused(e)) => return Err(format!("{}: {e}", meta.display())),
     };
-    for e in entries.flatten().take(MAX_CONTEXTS) {
-        let Ok(bytes) = crate::userfile::read(&e.path().join("meta.json"), uid, MAX_META) else { continue };
+    for e in entries {
+        let Ok(bytes) = crate::userfile::read_as(&meta.join(e).join("meta.json"), user, MAX_META) else { continue };
         let Ok(m) = serde_json::from_slice::<Meta>(&bytes) else { continue };
         if m.name == name {
             return Ok(m.endpoints.docker.and_then(|d| d.host));
@@ -150,7 +163,8 @@ mod tests {
     use super::*;
 
     fn view<'a>(run: &'a RunArgs, environ: &'a [u8]) -> ClientView<'a> {
-        ClientView { run, kind: EngineKind::Docker, environ, cwd: None, uid: Some(rustix::process::getuid().as_raw()) }
+        let me: &'static Cred = Box::leak(Box::new(Cred::of_user(rustix::process::geteuid().as_raw())));
+        ClientView { run, kind: EngineKind::Docker, environ, cwd: None, user: me }
     }
 
     /// `HOME=home` first, then `env`.
@@ -229,17 +243,13 @@ mod tests {
         let run =
             RunArgs::parse(&["docker".into(), "--context".into(), "x".into(), "run".into(), "img".into()]).unwrap();
         let env = with_home(home.path(), b"");
-        let v = ClientView { uid: Some(rustix::process::getuid().as_raw() + 1), ..view(&run, &env) };
+        let other = rustix::process::geteuid().as_raw() + 1;
+        let other = Cred { uid: other, gid: other, groups: Vec::new() };
+        let v = ClientView { user: &other, ..view(&run, &env) };
         assert!(address(&v).is_err(), "another uid's context was used");
         // No config at all: the default engine.
         let none = RunArgs::parse(&["docker".into(), "run".into(), "img".into()]).unwrap();
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(address(&view(&none, &with_home(empty.path(), b""))).unwrap(), None);
-        // A user not known: argv and environment still count, no file is read.
-        let h = RunArgs::parse(&["docker".into(), "-H".into(), "unix:///a.sock".into(), "run".into(), "img".into()])
-            .unwrap();
-        let unknown = ClientView { uid: None, ..view(&h, b"") };
-        assert_eq!(address(&unknown).unwrap().map(|a| a.0).as_deref(), Some("unix:///a.sock"));
-        assert_eq!(address(&ClientView { uid: None, ..view(&run, b"") }).unwrap(), None);
     }
 }

@@ -1,22 +1,56 @@
-//! Which container belongs to a `run` client. Certain first: the name it
-//! gave (`--name`) or the id the engine wrote (`--cidfile`). Otherwise the
-//! running container created within 2 s of the client's start whose image
-//! and command are the client's and whose stdin is open (`-i`). Anything but
-//! exactly one is no answer: a container nobody can tie to this client is
-//! left alone.
+//! Which container belongs to a `run` client, on evidence its user cannot
+//! forge against someone else's container. The engine is one the client's
+//! user may use ([`super::sockets`]: a user who may could stop any of its
+//! containers themselves); within it, a container is the client's only when
+//! all of this holds:
+//!
+//! - it was created within [`WINDOW`] *after* the client started (both
+//!   bounds: [`EARLIER`] before covers the start time's 10 ms ticks): the
+//!   client creates it, so a container made before, or long after, is
+//!   someone else's that happens to fit;
+//! - its image is the client's, and its command too when the client names
+//!   one;
+//! - its stdin is open (`-i`), the engine says it was started attached
+//!   (Docker's attach flags; Podman by the `run` argv it keeps), and the
+//!   client's argv has no `-d`;
+//! - it is running; and of all the engines' containers, exactly this one.
+//!
+//! `--name` and `--cidfile` only narrow the choice to that container, which
+//! must pass the same checks: a name is anyone's to write in an argv, and a
+//! cidfile is read with the client's user's rights ([`crate::userfile`]). A
+//! refusal names the container and the evidence that failed ("container
+//! prod-db not touched: created 3h0m before its client started").
+//!
+//! Stronger evidence was looked for. The client's attach connection (its
+//! socket to the engine, seen through `/proc/PID/fd` and the socket
+//! diagnostics) proves the client talks to that engine, but neither Docker
+//! nor Podman tells which container a connection is attached to, and a
+//! process connected to the engine could stop its containers anyway: it
+//! adds nothing to the permission check. Attach events (`/events`) carry a
+//! container and a time, not a client. The engines keep no creator's uid
+//! (a rootless engine runs as its user, so all its containers are that
+//! user's, which the permission check already covers). So the proof is the
+//! conjunction above; a real client whose container was created later than
+//! [`WINDOW`] (an image pulled first) is reaped without its container, and
+//! its reason says so.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
 use super::{Engine, Inspect, RunArgs, same_image};
+use crate::access::{Cred, Denied};
 
-/// How far a container's creation may be from its client's start.
-const WINDOW: Duration = Duration::from_secs(2);
+/// How long after its client's start a container may have been created: a
+/// local image, a busy machine. Larger lets more of a user's own clients
+/// fit one container (then none is stopped); smaller loses slow starts.
+const WINDOW: Duration = Duration::from_secs(5);
 /// A container is created after its client started; this much earlier
 /// covers the start time's 10 ms ticks and the uptime's rounding.
 const EARLIER: Duration = Duration::from_millis(500);
+/// A cidfile holds one 64-digit id and a newline.
+const MAX_CIDFILE: u64 = 128;
 
 /// A client as the plan read it.
 #[derive(Clone, Debug)]
@@ -26,6 +60,8 @@ pub struct Client {
     pub run: RunArgs,
     /// Its working directory, for a relative `--cidfile`.
     pub cwd: Option<PathBuf>,
+    /// Its user: its cidfile is read with their rights.
+    pub user: Cred,
 }
 
 /// The container of a client: what stopping it and reporting it need.
@@ -47,6 +83,10 @@ pub struct Container {
     /// Docker's attach flags: set unless it was run detached.
     #[serde(skip)]
     pub attached: bool,
+    /// Whose rights reach the engine (the client's user): every call that
+    /// ends it is checked again.
+    #[serde(skip)]
+    pub user: Option<Cred>,
 }
 
 impl Container {
@@ -65,17 +105,60 @@ impl Container {
             auto_remove: c.host_config.auto_remove,
             found_by,
             attached: c.config.attached(),
+            user: engine.user.clone(),
         }
+    }
+
+    /// The engine that runs it, reached with the same rights as when found.
+    pub fn engine(&self) -> Engine {
+        Engine { socket: self.socket.clone(), user: self.user.clone() }
     }
 }
 
-/// Created at most [`EARLIER`] before the client's start and at most
-/// [`WINDOW`] after it.
-fn created_by(created: SystemTime, started: SystemTime) -> bool {
-    match created.duration_since(started) {
-        Ok(after) => after <= WINDOW,
-        Err(before) => before.duration() <= EARLIER,
+/// A span of time in words: `0.8 s`, `42 s`, `3m5s`, `3h0m`.
+fn span(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..10 => format!("{:.1} s", d.as_secs_f64()),
+        10..60 => format!("{s} s"),
+        60..3600 => format!("{}m{}s", s / 60, s % 60),
+        _ => format!("{}h{}m", s / 3600, s % 3600 / 60),
     }
+}
+
+/// Why `c` is not `client`'s container, in words; `None` when all the
+/// evidence holds.
+fn refuted(c: &Inspect, client: &Client) -> Option<String> {
+    let run = &client.run;
+    let why = if c.state.running {
+        match c.created_at().map(|t| t.duration_since(client.started)) {
+            None => Some("its creation time is unknown".to_string()),
+            Some(Ok(after)) if after > WINDOW => {
+                Some(format!("created {} after its client started (more than {} s)", span(after), WINDOW.as_secs()))
+            }
+            Some(Err(before)) if before.duration() > EARLIER => {
+                Some(format!("created {} before its client started", span(before.duration())))
+            }
+            Some(_) if !same_image(&run.image, &c.config.image) => {
+                Some(format!("its image {} is not the client's {}", c.config.image, run.image))
+            }
+            Some(_) if !run.command.is_empty() && c.config.cmd.as_deref() != Some(run.command.as_slice()) => {
+                Some("its command is not the client's".to_string())
+            }
+            Some(_) if !c.config.open_stdin => Some("its stdin is not open (not run with -i)".to_string()),
+            Some(_) => None,
+        }
+    } else {
+        Some("it is not running".to_string())
+    };
+    why.map(|w| format!("container {} not touched: {w}", c.name()))
+}
+
+/// What one engine offers for a client: containers that pass, refusals.
+#[derive(Default)]
+struct Found {
+    fit: Vec<Container>,
+    refused: Vec<String>,
 }
 
 /// The one running container of `client` among `engines`, or why there is none to stop.
@@ -84,46 +167,52 @@ pub async fn find(client: &Client, engines: &[Engine]) -> Result<Container, Stri
     if run.detach {
         return Err("the client ran it detached (-d): its container is not stopped".into());
     }
-    let certain = if run.name.is_some() {
-        Some("name")
-    } else if run.cidfile.is_some() {
-        Some("cidfile")
-    } else {
-        None
+    // What the client named narrows the choice (and proves nothing).
+    let reference = match (&run.name, &run.cidfile) {
+        (Some(n), _) => Some((n.clone(), "name")),
+        (None, Some(f)) => Some((read_cidfile(client, f)?, "cidfile")),
+        (None, None) => None,
     };
     let mut found: Vec<Container> = Vec::new();
     let mut detached: Vec<String> = Vec::new();
-    let mut errors = Vec::new();
+    let mut why = Vec::new();
     for e in engines {
-        let got = match certain {
-            Some(how) => by_reference(client, e, how).await,
+        let got = match &reference {
+            Some((r, how)) => by_reference(client, e, r, how).await,
             None => by_match(client, e).await,
         };
         match got {
-            Ok(v) => {
-                for c in v {
+            Ok(f) => {
+                why.extend(f.refused);
+                for c in f.fit {
                     // The engine's own view: whatever the client's argv says,
                     // a container started detached is nobody's stdio server.
                     match started_detached(e, &c).await {
                         Ok(false) => found.push(c),
                         Ok(true) => detached.push(c.name),
-                        Err(err) => errors.push(err.to_string()),
+                        Err(err) => why.push(err.to_string()),
                     }
                 }
             }
-            Err(err) => errors.push(err.to_string()),
+            Err(err) => why.push(err.to_string()),
         }
     }
     match found.len() {
         1 => Ok(found.remove(0)),
-        0 if !errors.is_empty() => Err(errors.join("; ")),
         0 if !detached.is_empty() => {
             Err(format!("the engine says {} was started detached (-d): not stopped", detached.join(", ")))
         }
+        0 if !why.is_empty() => Err(why.join("; ")),
         0 => {
-            let how = certain.map_or("started within 2 s of the client, same image and command, stdin open", |h| {
-                if h == "name" { "by its --name" } else { "by its --cidfile" }
-            });
+            let how = reference.map_or_else(
+                || {
+                    format!(
+                        "created within {} s after the client started, same image and command, stdin open",
+                        WINDOW.as_secs()
+                    )
+                },
+                |(_, h)| if h == "name" { "by its --name".to_string() } else { "by its --cidfile".to_string() },
+            );
             let socks: Vec<String> = engines.iter().map(|e| e.socket.display().to_string()).collect();
             Err(format!("no running container of the client found ({how}) at {}", socks.join(", ")))
         }
@@ -149,61 +238,59 @@ async fn started_detached(e: &Engine, c: &Container) -> Result<bool, super::Engi
     })
 }
 
-async fn by_reference(client: &Client, e: &Engine, how: &'static str) -> Result<Vec<Container>, super::EngineError> {
-    let reference = if let Some(n) = &client.run.name {
-        n.clone()
-    } else {
-        let Some(file) = client.run.cidfile.as_ref() else { return Ok(Vec::new()) };
-        let path = match &client.cwd {
-            Some(cwd) if file.is_relative() => cwd.join(file),
-            _ => file.clone(),
-        };
-        match read_cidfile(&path) {
-            Some(id) => id,
-            None => return Ok(Vec::new()),
-        }
-    };
-    let Some(c) = e.inspect(&reference).await? else { return Ok(Vec::new()) };
-    // A container created before its client started is another one that
-    // happens to hold the name now.
-    let fresh = c.created_at().is_some_and(|t| t + WINDOW >= client.started);
-    Ok(if c.state.running && fresh { vec![Container::of(&c, e, client, how)] } else { Vec::new() })
+/// The container the client named (`reference`, a name or an id), if all
+/// the evidence holds for it.
+async fn by_reference(
+    client: &Client,
+    e: &Engine,
+    reference: &str,
+    how: &'static str,
+) -> Result<Found, super::EngineError> {
+    let Some(c) = e.inspect(reference).await? else { return Ok(Found::default()) };
+    Ok(match refuted(&c, client) {
+        None => Found { fit: vec![Container::of(&c, e, client, how)], refused: Vec::new() },
+        Some(why) => Found { fit: Vec::new(), refused: vec![why] },
+    })
 }
 
 /// The container id a `--cidfile` holds: 64 hex digits (what Docker and
-/// Podman write). The path is the client's to choose and the reaper may be
-/// root: only a regular file is read (a FIFO would block, `/dev/zero` never
-/// end), at most 128 bytes, and nothing but an id comes out of it (no other
-/// content reaches a request, a log line or a reason).
-fn read_cidfile(path: &std::path::Path) -> Option<String> {
-    use rustix::fs::{Mode, OFlags};
-    use std::io::Read as _;
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-    let f = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty()).ok()?);
-    if !f.metadata().ok()?.is_file() {
-        return None;
+/// Podman write), read with the client's user's rights: a regular file
+/// they own and may read, at most 128 bytes (a FIFO, a device, another
+/// user's file is never opened). Nothing but an id comes out of it (no
+/// other content reaches a request, a log line or a reason).
+fn read_cidfile(client: &Client, file: &Path) -> Result<String, String> {
+    let path = match &client.cwd {
+        _ if file.is_absolute() => file.to_path_buf(),
+        Some(cwd) => cwd.join(file),
+        None => return Err(format!("its --cidfile {} is relative to a directory not known", file.display())),
+    };
+    let shown = path.display();
+    let bytes = match crate::userfile::read_as(&path, &client.user, MAX_CIDFILE) {
+        Ok(b) => b,
+        Err(Denied::Missing(_)) => return Err(format!("its --cidfile {shown} does not exist")),
+        Err(Denied::Refused(why)) => return Err(format!("its --cidfile {shown} not read: {why}")),
+    };
+    let id = std::str::from_utf8(&bytes).unwrap_or_default().trim();
+    if id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(id.to_string())
+    } else {
+        Err(format!("its --cidfile {shown} holds no container id"))
     }
-    let mut text = String::new();
-    f.take(128).read_to_string(&mut text).ok()?;
-    let id = text.trim();
-    (id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_string())
 }
 
-async fn by_match(client: &Client, e: &Engine) -> Result<Vec<Container>, super::EngineError> {
+async fn by_match(client: &Client, e: &Engine) -> Result<Found, super::EngineError> {
     let started_secs = client.started.duration_since(SystemTime::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-    let mut out = Vec::new();
+    let mut out = Found::default();
     for s in e.list().await? {
         // The list counts whole seconds: a coarse first cut.
         #[allow(clippy::cast_precision_loss)] // seconds since 1970 fit
-        if (s.created as f64 - started_secs).abs() > WINDOW.as_secs_f64() + 1.0 {
+        let from_start = s.created as f64 - started_secs;
+        if from_start < -1.0 - EARLIER.as_secs_f64() || from_start > WINDOW.as_secs_f64() + 1.0 {
             continue;
         }
         let Some(c) = e.inspect(&s.id).await? else { continue };
-        let run = &client.run;
-        let cmd_ok = run.command.is_empty() || c.config.cmd.as_deref() == Some(run.command.as_slice());
-        let time_ok = c.created_at().is_some_and(|t| created_by(t, client.started));
-        if c.state.running && time_ok && c.config.open_stdin && cmd_ok && same_image(&run.image, &c.config.image) {
-            out.push(Container::of(&c, e, client, "match"));
+        if refuted(&c, client).is_none() {
+            out.fit.push(Container::of(&c, e, client, "match"));
         }
     }
     Ok(out)
@@ -250,7 +337,8 @@ mod tests {
     fn client(argv: &[&str]) -> Client {
         let run = RunArgs::parse(&argv.iter().map(|s| (*s).to_string()).collect::<Vec<_>>()).unwrap();
         // 2026-11-23T02:10:13Z
-        Client { pid: 7, started: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_399_813), run, cwd: None }
+        let user = Cred::of_user(rustix::process::geteuid().as_raw());
+        Client { pid: 7, started: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_399_813), run, cwd: None, user }
     }
 
     fn listing(ids: &[&str]) -> (String, String) {
@@ -268,7 +356,7 @@ mod tests {
                 container("a", "2026-11-23T02:10:13.300Z", r#"["serve"]"#, true), // the one
                 container("b", "2026-11-23T02:10:13.300Z", r#"["other"]"#, true), // another command
                 container("c", "2026-11-23T02:10:13.300Z", r#"["serve"]"#, false), // stdin closed (-d)
-                container("d", "2026-11-23T02:10:16.000Z", r#"["serve"]"#, true), // 3 s later
+                container("d", "2026-11-23T02:10:19.000Z", r#"["serve"]"#, true), // 6 s later
                 container("e", "2026-11-23T02:10:11.000Z", r#"["serve"]"#, true), // before the client
             ],
         );
@@ -303,15 +391,38 @@ mod tests {
         let e = fake_engine(
             dir.path(),
             vec![
-                container("srv", "2026-11-23T02:10:14.900Z", r#"["anything"]"#, false),
+                container("srv", "2026-11-23T02:10:14.900Z", r#"["anything"]"#, true),
                 container("old", "2026-11-23T02:00:00Z", r#"["serve"]"#, true),
+                container("late", "2026-11-23T03:10:13Z", r#"["serve"]"#, true),
+                container("closed", "2026-11-23T02:10:13.300Z", r#"["serve"]"#, false),
             ],
         );
         let engines = std::slice::from_ref(&e);
         let found = block_on(find(&client(&["docker", "run", "-i", "--name", "srv", "mcp/x"]), engines)).unwrap();
         assert_eq!((found.id.as_str(), found.found_by), ("srv", "name"));
-        let why = block_on(find(&client(&["docker", "run", "-i", "--name=old", "mcp/x"]), engines)).unwrap_err();
-        assert!(why.contains("by its --name"), "{why}");
+        // The name narrows the choice; the evidence must hold all the same.
+        let refused = |argv: &[&str]| block_on(find(&client(argv), engines)).unwrap_err();
+        assert_eq!(
+            refused(&["docker", "run", "-i", "--name=old", "mcp/x"]),
+            "container n-old not touched: created 10m13s before its client started"
+        );
+        assert_eq!(
+            refused(&["docker", "run", "-i", "--name", "late", "mcp/x", "serve"]),
+            "container n-late not touched: created 1h0m after its client started (more than 5 s)"
+        );
+        assert_eq!(
+            refused(&["docker", "run", "-i", "--name", "srv", "mcp/x", "serve"]),
+            "container n-srv not touched: its command is not the client's"
+        );
+        assert_eq!(
+            refused(&["docker", "run", "-i", "--name", "srv", "postgres:16"]),
+            "container n-srv not touched: its image mcp/x is not the client's postgres:16"
+        );
+        assert_eq!(
+            refused(&["docker", "run", "-i", "--name", "closed", "mcp/x"]),
+            "container n-closed not touched: its stdin is not open (not run with -i)"
+        );
+        assert!(refused(&["docker", "run", "-i", "--name", "none", "mcp/x"]).contains("by its --name"));
     }
 
     #[test]
@@ -349,7 +460,7 @@ mod tests {
         c.cwd = Some(dir.path().to_path_buf());
         // Not written yet (or gone): nothing is found, nothing guessed.
         let why = block_on(find(&c, engines)).unwrap_err();
-        assert!(why.contains("by its --cidfile"), "{why}");
+        assert_eq!(why, format!("its --cidfile {}/run/c.id does not exist", dir.path().display()));
         std::fs::create_dir(dir.path().join("run")).unwrap();
         std::fs::write(dir.path().join("run/c.id"), format!("{ID}\n")).unwrap();
         let found = block_on(find(&c, engines)).unwrap();
@@ -358,7 +469,14 @@ mod tests {
         for secret in ["root:$y$j9T$secret:19000:0:99999:7:::\n", "srv", &format!("{ID}x")] {
             std::fs::write(dir.path().join("run/c.id"), secret).unwrap();
             let why = block_on(find(&c, engines)).unwrap_err();
-            assert!(why.contains("by its --cidfile") && !why.contains("secret"), "{why}");
+            assert!(why.ends_with("run/c.id holds no container id") && !why.contains("secret"), "{why}");
+        }
+        // Another user's file (as root: chown it) is not read for this one.
+        if rustix::process::geteuid().is_root() {
+            std::fs::write(dir.path().join("run/c.id"), format!("{ID}\n")).unwrap();
+            std::os::unix::fs::chown(dir.path().join("run/c.id"), Some(4242), None).unwrap();
+            let why = block_on(find(&c, engines)).unwrap_err();
+            assert!(why.ends_with("run/c.id not read: owned by uid 4242, not by the home's owner 0"), "{why}");
         }
         // A FIFO would block, /dev/zero never end: neither is read.
         std::fs::remove_file(dir.path().join("run/c.id")).unwrap();
@@ -370,8 +488,8 @@ mod tests {
             0,
         )
         .unwrap();
-        assert!(block_on(find(&c, engines)).unwrap_err().contains("by its --cidfile"));
+        assert!(block_on(find(&c, engines)).unwrap_err().ends_with("run/c.id not read: not a regular file"));
         c.run.cidfile = Some("/dev/zero".into());
-        assert!(block_on(find(&c, engines)).unwrap_err().contains("by its --cidfile"));
+        assert_eq!(block_on(find(&c, engines)).unwrap_err(), "its --cidfile /dev/zero not read: not a regular file");
     }
 }

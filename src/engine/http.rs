@@ -12,6 +12,8 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 
+use crate::access::Cred;
+
 /// No answer the reaper reads is anywhere near this (a list of a thousand
 /// containers is ~2 MiB); a larger one is garbage.
 const MAX_BODY: usize = 8 << 20;
@@ -30,6 +32,8 @@ pub struct Reply {
 #[derive(Debug)]
 pub enum CallError {
     Connect(std::io::Error),
+    /// The client's user could not connect to it ([`crate::access`]).
+    Refused(String),
     Timeout(Duration),
     Protocol(String),
 }
@@ -38,20 +42,36 @@ impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallError::Connect(e) => write!(f, "cannot connect: {e}"),
+            CallError::Refused(why) => write!(f, "not used: {why}"),
             CallError::Timeout(d) => write!(f, "no answer within {:.1} s", d.as_secs_f64()),
             CallError::Protocol(e) => write!(f, "bad answer: {e}"),
         }
     }
 }
 
-/// `method path` on the engine at `socket`, answered within `limit`.
-pub async fn call(socket: &Path, method: Method, path: &str, limit: Duration) -> Result<Reply, CallError> {
-    tokio::time::timeout(limit, call_unlimited(socket, method, path)).await.map_err(|_| CallError::Timeout(limit))?
+/// `method path` on the engine at `socket`, answered within `limit`; for
+/// `user`, only if that user could connect to it (checked at every call).
+pub async fn call(
+    socket: &Path,
+    user: Option<&Cred>,
+    method: Method,
+    path: &str,
+    limit: Duration,
+) -> Result<Reply, CallError> {
+    tokio::time::timeout(limit, call_unlimited(socket, user, method, path))
+        .await
+        .map_err(|_| CallError::Timeout(limit))?
 }
 
-async fn call_unlimited(socket: &Path, method: Method, path: &str) -> Result<Reply, CallError> {
+async fn call_unlimited(socket: &Path, user: Option<&Cred>, method: Method, path: &str) -> Result<Reply, CallError> {
     let proto = |e: &dyn std::fmt::Display| CallError::Protocol(e.to_string());
-    let stream = UnixStream::connect(socket).await.map_err(CallError::Connect)?;
+    let stream = match user {
+        Some(cred) => {
+            let fd = crate::access::connect(socket, cred).map_err(|d| CallError::Refused(d.to_string()))?;
+            UnixStream::from_std(std::os::unix::net::UnixStream::from(fd)).map_err(CallError::Connect)?
+        }
+        None => UnixStream::connect(socket).await.map_err(CallError::Connect)?,
+    };
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| proto(&e))?;
     let driver = tokio::spawn(conn);

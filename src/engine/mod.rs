@@ -21,9 +21,16 @@
 //! first). Sockets: the engine the client names (`-H unix://…` or a docker
 //! context in its argv, `DOCKER_HOST`/`CONTAINER_HOST`, `DOCKER_CONTEXT` or
 //! the docker CLI's current context: [`context`]), else
-//! `[containers] engine_sockets` and the usual places. A reaper that is not
-//! root only talks to sockets its own user owns (rootless Docker or Podman);
-//! a root reaper to sockets owned by root or by the client's user.
+//! `[containers] engine_sockets` and the usual places. Whichever way it is
+//! named, an engine is asked for a client only when the client's own user
+//! could connect to its socket: checked as that user (their uid, gid and
+//! supplementary groups from `/proc/PID/status`, against the owner, group
+//! and mode of the socket and of every directory on its path:
+//! [`crate::access`]), at every call, the connection made through the
+//! directory that was checked. A user outside the `docker` group never
+//! leads a root reaper to root's engine, whatever their argv, environment
+//! or contexts say; a user who may use an engine could stop its containers
+//! themselves. Which container is the client's is [`find`]'s to prove.
 
 mod api;
 pub mod context;
@@ -38,6 +45,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hyper::Method;
+
+use crate::access::Cred;
 
 pub use api::{Inspect, rfc3339};
 pub use environ::{host_var, local_socket, read as read_environ};
@@ -60,15 +69,24 @@ impl std::fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {}
 
-/// One engine, by its socket.
+/// One engine, by its socket, and whose rights reach it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Engine {
     pub socket: PathBuf,
+    /// The client's user: every connection is made only if they could make
+    /// it. `None`: as the reaper itself (tests, and engines the reaper's
+    /// own config names for its own use).
+    pub user: Option<Cred>,
 }
 
 impl Engine {
     pub fn new(socket: impl Into<PathBuf>) -> Engine {
-        Engine { socket: socket.into() }
+        Engine { socket: socket.into(), user: None }
+    }
+
+    /// An engine asked for `user`'s client.
+    pub fn for_user(socket: impl Into<PathBuf>, user: Cred) -> Engine {
+        Engine { socket: socket.into(), user: Some(user) }
     }
 
     fn err(&self, what: impl std::fmt::Display) -> EngineError {
@@ -76,7 +94,7 @@ impl Engine {
     }
 
     async fn call(&self, method: Method, path: &str, limit: Duration) -> Result<http::Reply, EngineError> {
-        http::call(&self.socket, method, path, limit).await.map_err(|e| self.err(e))
+        http::call(&self.socket, self.user.as_ref(), method, path, limit).await.map_err(|e| self.err(e))
     }
 
     /// A 2xx answer's JSON, or `None` for 404.
@@ -160,27 +178,24 @@ fn is_ref(s: &str) -> bool {
         && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
-/// The sockets to ask about a client of `kind` run by `client_uid`: the one
-/// it names, or the configured ones then the usual places (for a root
-/// reaper also the client's user's rootless engine), each only if this
-/// reaper may use it for that client ([`usable`]). `Err` says why none may
+/// The sockets to ask about a client of `kind` run by `user`: the one it
+/// names, or the configured ones then the usual places (for a root reaper
+/// also the client's user's rootless engine), each only if that user could
+/// connect to it ([`crate::access::check_socket`]). `Err` says why none may
 /// be asked.
 pub fn sockets(
     kind: EngineKind,
     named: Option<PathBuf>,
     configured: &[PathBuf],
-    client_uid: Option<u32>,
+    user: &Cred,
 ) -> Result<Vec<Engine>, String> {
-    let euid = rustix::process::geteuid();
-    let owners: Vec<u32> =
-        if euid.is_root() { std::iter::once(0).chain(client_uid).collect() } else { vec![euid.as_raw()] };
-    let check = |p: &Path| usable(p, &owners);
+    let check = |p: &Path| crate::access::check_socket(p, user).map(drop).map_err(|e| e.to_string());
     if let Some(p) = named {
-        return check(&p).map(|()| vec![Engine::new(p)]);
+        return check(&p).map(|()| vec![Engine::for_user(p, user.clone())]);
     }
     let mut runtime: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).into_iter().collect();
-    if let Some(uid) = client_uid.filter(|&u| u != 0 && euid.is_root()) {
-        runtime.push(PathBuf::from(format!("/run/user/{uid}")));
+    if user.uid != 0 && rustix::process::geteuid().is_root() {
+        runtime.push(PathBuf::from(format!("/run/user/{}", user.uid)));
     }
     let mut all: Vec<PathBuf> = configured.to_vec();
     match kind {
@@ -201,32 +216,15 @@ pub fn sockets(
             continue;
         }
         match check(&p) {
-            Ok(()) => out.push(Engine::new(p)),
+            Ok(()) => out.push(Engine::for_user(p, user.clone())),
             Err(e) => why.push(e),
         }
     }
     if out.is_empty() {
         let why = if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) };
-        return Err(format!("no {} engine socket found{why}", kind.as_str()));
+        return Err(format!("no {} engine socket uid {} may use{why}", kind.as_str(), user.uid));
     }
     Ok(out)
-}
-
-/// A unix socket that exists and belongs to one of `owners`: for a reaper
-/// that is not root its own uid (rootless Docker or Podman of its user); for
-/// a root reaper root or the client's user (a client cannot lead it to
-/// another user's engine).
-fn usable(p: &Path, owners: &[u32]) -> Result<(), String> {
-    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
-    let m = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    if !m.file_type().is_socket() {
-        return Err(format!("{} is no socket", p.display()));
-    }
-    if !owners.contains(&m.uid()) {
-        let who: Vec<String> = owners.iter().map(u32::to_string).collect();
-        return Err(format!("{} belongs to uid {}, not to uid {}", p.display(), m.uid(), who.join(" or ")));
-    }
-    Ok(())
 }
 
 /// Memory the cgroup of `pid` (a container's init) holds: cgroup v2
@@ -255,21 +253,32 @@ mod tests {
 
     #[test]
     fn sockets_skip_what_does_not_exist_and_say_why() {
-        let e = sockets(EngineKind::Podman, None, &[PathBuf::from("/nonexistent/x.sock")], Some(4242)).unwrap_err();
+        let me = crate::access::Cred::of_user(rustix::process::geteuid().as_raw());
+        let e = sockets(EngineKind::Podman, None, &[PathBuf::from("/nonexistent/x.sock")], &me).unwrap_err();
         assert!(e.contains("no podman engine socket") && e.contains("/nonexistent/x.sock"), "{e}");
-        let e = sockets(EngineKind::Docker, Some("/etc/passwd".into()), &[], None).unwrap_err();
+        let e = sockets(EngineKind::Docker, Some("/etc/passwd".into()), &[], &me).unwrap_err();
         assert!(e.contains("is no socket"), "{e}");
     }
 
     #[test]
-    fn a_socket_is_used_only_when_its_owner_may_be_asked() {
+    fn a_socket_is_used_only_when_the_clients_user_may_connect() {
+        use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let p = dir.path().join("e.sock");
         let _l = std::os::unix::net::UnixListener::bind(&p).unwrap();
-        let me = rustix::process::geteuid().as_raw();
-        assert_eq!(usable(&p, &[0, me]), Ok(()));
-        let e = usable(&p, &[me + 1, me + 2]).unwrap_err();
-        assert!(e.ends_with(&format!("belongs to uid {me}, not to uid {} or {}", me + 1, me + 2)), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o660)).unwrap();
+        let st = rustix::fs::stat(&p).unwrap();
+        let owner = Cred { uid: st.st_uid, gid: st.st_gid, groups: vec![] };
+        assert_eq!(sockets(EngineKind::Docker, Some(p.clone()), &[], &owner).unwrap()[0].socket, p);
+        let member = Cred { uid: st.st_uid + 4242, gid: 4242, groups: vec![st.st_gid] };
+        assert!(sockets(EngineKind::Docker, Some(p.clone()), &[], &member).is_ok());
+        let stranger = Cred { uid: st.st_uid + 4242, gid: 4242, groups: vec![] };
+        let e = sockets(EngineKind::Docker, Some(p.clone()), &[], &stranger).unwrap_err();
+        assert!(e.starts_with(&format!("uid {} may not connect to {}", st.st_uid + 4242, p.display())), "{e}");
+        // A call checks again: the stranger's engine answers nothing.
+        let e = block_on(Engine::for_user(&p, stranger).list()).unwrap_err();
+        assert!(e.to_string().contains("not used: uid"), "{e}");
     }
 
     #[test]

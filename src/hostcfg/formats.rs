@@ -109,7 +109,12 @@ fn command(s: &Value) -> Option<Vec<String>> {
 
 /// Codex: `[mcp_servers.NAME]` with `command`, `args` and `cwd`.
 fn codex(text: &str) -> Result<Vec<Declared>, String> {
-    let v: toml::Value = toml::from_str(text).map_err(|e| format!("invalid TOML: {}", e.message()))?;
+    // Where, not what: toml's messages can quote the file (a duplicate key).
+    let v: toml::Value = toml::from_str(text).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start.min(text.len()));
+        let line = text.as_bytes()[..at].split(|&b| b == b'\n').count();
+        format!("invalid TOML at line {line}")
+    })?;
     let mut out = Vec::new();
     let Some(map) = v.get("mcp_servers").and_then(toml::Value::as_table) else { return Ok(out) };
     for (name, s) in map {

@@ -159,7 +159,8 @@ async fn end_one(p: &ContainerPlan, t: u64, dry_run: bool) -> ContainerOutcome {
         Err(why) => return ContainerOutcome::unmatched(p, why),
     };
     let mut o = ContainerOutcome::of(p, c);
-    let e = Engine::new(&c.socket);
+    // With the rights it was found with: the client's user must still be able to connect.
+    let e = c.engine();
     let failed = |mut o: ContainerOutcome, err: engine::EngineError| {
         tracing::warn!(reaper_action = "error", "container {} ({}) of client {}: {err}", c.name, c.image, p.client);
         o.ended = Ended::Failed;
@@ -338,6 +339,7 @@ mod tests {
             auto_remove: false,
             found_by: "match",
             attached: true,
+            user: None,
         };
         ContainerPlan { client: Pid::new(77).unwrap(), image: "mcp/x".into(), found: Ok(c) }
     }
