@@ -103,3 +103,185 @@ fn metrics_and_healthz_over_http_on_an_ephemeral_loopback_port() {
     sb.assert_alive(&[servers[0], servers[1], hosts[1], bystander]);
     assert!(alive(servers[0]));
 }
+
+// ------------------------------------------------------------------ the image
+
+/// A dockerd of the test's own (data, exec root and socket in a temp dir; no
+/// iptables, no bridge), stopped by its pid on drop with every container it ran.
+struct Engine {
+    dockerd: std::process::Child,
+    docker: std::path::PathBuf,
+    sock: std::path::PathBuf,
+    dir: common::TempDir,
+}
+
+impl Engine {
+    /// `None` (the skip printed) when not root, without docker and dockerd,
+    /// or when it does not come up.
+    fn start(test: &str) -> Option<Engine> {
+        use std::process::{Command, Stdio};
+        if !common::is_root() {
+            common::skip(test, "needs root (runs a dockerd of its own, and the reaper as root in it)");
+            return None;
+        }
+        let (Some(dockerd), Some(docker)) = (common::find_tool("dockerd"), common::find_tool("docker")) else {
+            common::skip(test, "docker is not installed (Debian: apt-get install docker.io)");
+            return None;
+        };
+        let dir = common::TempDir::new("fleet-dockerd");
+        let sock = dir.path().join("d.sock");
+        let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the dockerd log");
+        let dockerd = Command::new(dockerd)
+            .args(["--iptables=false", "--bridge=none", "--data-root"])
+            .arg(dir.path().join("data"))
+            .arg("--exec-root")
+            .arg(dir.path().join("exec"))
+            .arg("-H")
+            .arg(format!("unix://{}", sock.display()))
+            .arg("--pidfile")
+            .arg(dir.path().join("dockerd.pid"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup of the log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawning dockerd");
+        let mut e = Engine { dockerd, docker, sock, dir };
+        let up = wait_until(Duration::from_secs(60), || {
+            matches!(e.dockerd.try_wait(), Ok(None)) && e.docker(&["version"]).status.success()
+        });
+        if !up {
+            let log = std::fs::read_to_string(e.dir.path().join("engine.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(8).collect();
+            common::skip(test, &format!("dockerd did not start: {}", tail.join(" | ")));
+            return None;
+        }
+        Some(e)
+    }
+
+    fn docker(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(&self.docker)
+            .arg("-H")
+            .arg(format!("unix://{}", self.sock.display()))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("running docker")
+    }
+
+    /// The image as the README builds it: `deploy/container/rootfs.sh`
+    /// from the binaries under test (this build's, not a release build:
+    /// the same code), then `docker build -f Containerfile`, offline.
+    fn build_image(&self, tag: &str) {
+        let bindir = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-reaperd")).parent().unwrap();
+        let root = self.dir.path().join("rootfs");
+        let repo = env!("CARGO_MANIFEST_DIR");
+        let st = std::process::Command::new("bash")
+            .arg(format!("{repo}/deploy/container/rootfs.sh"))
+            .arg(bindir)
+            .arg(&root)
+            .status()
+            .expect("running rootfs.sh");
+        assert!(st.success(), "deploy/container/rootfs.sh failed");
+        let out =
+            self.docker(&["build", "-q", "-f", &format!("{repo}/Containerfile"), "-t", tag, root.to_str().unwrap()]);
+        assert!(out.status.success(), "docker build failed: {}{}", text(&out.stdout), text(&out.stderr));
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let all = self.docker(&["ps", "-aq"]);
+        for id in text(&all.stdout).lines() {
+            let _ = self.docker(&["rm", "-f", id]);
+        }
+        if let Some(p) = rustix::process::Pid::from_raw(self.dockerd.id().cast_signed()) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
+        }
+        if !wait_until(Duration::from_secs(30), || !matches!(self.dockerd.try_wait(), Ok(None))) {
+            let _ = self.dockerd.kill();
+        }
+        let _ = self.dockerd.wait();
+    }
+}
+
+/// The capabilities the `DaemonSet` adds (its `add: [...]` line), as
+/// `docker run` options: the test grants exactly what the manifest does.
+fn manifest_capabilities() -> Vec<String> {
+    let ds = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/kubernetes/daemonset.yaml")).unwrap();
+    let line =
+        ds.lines().find_map(|l| l.trim().strip_prefix("add: [")).expect("an `add: [...]` line in daemonset.yaml");
+    let caps: Vec<String> =
+        line.trim_end_matches(']').split(',').map(|c| c.trim().trim_matches('"').to_string()).collect();
+    assert!(caps.iter().any(|c| c == "KILL"), "{caps:?}");
+    caps.iter().flat_map(|c| ["--cap-add".to_string(), c.clone()]).collect()
+}
+
+#[test]
+fn the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_serves_metrics() {
+    const TEST: &str = "the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_serves_metrics";
+    let Some(engine) = Engine::start(TEST) else { return };
+    engine.build_image("mcp-reaper-under-test");
+
+    // Another user's trees: signalling them takes CAP_KILL, reading their
+    // stdio CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
+    let sb = Sandbox::new(vec![
+        Spec::new(CLAUDE).uid(65534).child(Spec::new(SERVER).uid(65534)),
+        Spec::new(&["codex"]).uid(65534).child(Spec::new(SERVER).uid(65534)),
+        Spec::new(BYSTANDER),
+    ]);
+    let (doomed_host, live_host, bystander) = (sb.pid_of("claude"), sb.pid_of("codex"), sb.pid_of("sleep"));
+    let server_of = |host: i32| sb.ready().iter().find(|r| r.ppid == host).map(|r| r.pid).unwrap();
+    let (orphan, live) = (server_of(doomed_host), server_of(live_host));
+    let cfg = sb.dir().write(
+        "config.toml",
+        "[reaper]\nmode = \"enforce\"\ngrace_secs = 0\ninterval_secs = 1\nmin_uid = 0\nreap_other_pid_namespaces = true\n\
+         [metrics]\nlisten = \"127.0.0.1:0\"\n[pressure]\nenabled = false\n[hosts]\nread_configs = false\n",
+    );
+    let mount = format!("{}:/etc/mcp-reaper/config.toml:ro", cfg.display());
+    let scope = sb.scope_pid().to_string();
+    let mut run: Vec<String> = ["run", "-d", "--name", "reaper", "--pid=host", "--network=host", "--read-only"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    run.extend(["--cap-drop", "ALL", "--security-opt", "no-new-privileges"].map(String::from));
+    run.extend(manifest_capabilities());
+    run.extend(["-v", &mount, "--tmpfs", "/run/mcp-reaper", "--tmpfs", "/var/lib/mcp-reaper"].map(String::from));
+    run.extend(["mcp-reaper-under-test", "--scope", &scope, "--log-level", "debug"].map(String::from));
+    let out = engine.docker(&run.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "docker run failed: {}", text(&out.stderr));
+    let logs = || {
+        let o = engine.docker(&["logs", "reaper"]);
+        text(&o.stdout) + &text(&o.stderr)
+    };
+
+    let mut addr = None;
+    let found = wait_until(Duration::from_secs(60), || {
+        addr = logs()
+            .lines()
+            .find_map(|l| l.split_once("metrics served on http://")?.1.split_once("/metrics")?.0.parse().ok());
+        addr.is_some()
+    });
+    assert!(found, "the reaper in the image serves no metrics:\n{}", logs());
+    let addr: SocketAddr = addr.unwrap();
+    let mut last = String::new();
+    let seen = wait_until(Duration::from_secs(60), || {
+        last = http(addr, "GET", "/metrics").2;
+        sample(&last, "mcp_reaper_trees", Some(("verdict", "live"))) == Some(2.0)
+    });
+    assert!(seen, "two live trees not seen:\n{last}\n{}", logs());
+
+    sb.kill_host(doomed_host);
+    let gone = wait_until(Duration::from_secs(60), || !alive(orphan));
+    assert!(gone, "the orphan {orphan} survived 60 s:\n{}", logs());
+    sb.assert_alive(&[live_host, live, bystander, sb.scope_pid()]);
+    let reaped = wait_until(Duration::from_secs(30), || {
+        last = http(addr, "GET", "/metrics").2;
+        sample(&last, "mcp_reaper_reaped_trees_total", None) == Some(1.0)
+    });
+    assert!(reaped, "the reap is not counted in /metrics:\n{last}");
+    let (code, _, body) = http(addr, "GET", "/healthz");
+    assert_eq!(code, 200, "{body}");
+    let log = logs();
+    assert!(log.contains(&format!("reaped orphan tree root={orphan}")), "{log}");
+    assert!(!log.contains("Operation not permitted"), "a signal or read was refused:\n{log}");
+}
