@@ -285,3 +285,83 @@ fn the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_
     assert!(log.contains(&format!("reaped orphan tree root={orphan}")), "{log}");
     assert!(!log.contains("Operation not permitted"), "a signal or read was refused:\n{log}");
 }
+
+// ------------------------------------------------------------------ pods named
+
+/// A cgroup shaped like the kubelet's (systemd driver): `kubepods-…/
+/// kubepods-besteffort-pod<UID>.slice/cri-containerd-<ID>.scope`, in the
+/// unified hierarchy or, on a v1 machine, the pids one; removed on drop
+/// (the test's processes gone first).
+struct PodCgroup {
+    top: std::path::PathBuf,
+    leaf: std::path::PathBuf,
+}
+
+const POD_UID: &str = "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d";
+const CONTAINER_ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+impl PodCgroup {
+    fn create(test: &str) -> Option<PodCgroup> {
+        if !common::is_root() {
+            common::skip(test, "needs root (creates a cgroup)");
+            return None;
+        }
+        let base = ["/sys/fs/cgroup", "/sys/fs/cgroup/pids"]
+            .into_iter()
+            .map(std::path::PathBuf::from)
+            .find(|b| b.join("cgroup.procs").exists());
+        let Some(base) = base else {
+            common::skip(test, "no cgroup hierarchy to create a pod's cgroup in");
+            return None;
+        };
+        let top = base.join(format!("kubepods-fleettest{}.slice", std::process::id()));
+        let leaf = top
+            .join(format!("kubepods-besteffort-pod{}.slice", POD_UID.replace('-', "_")))
+            .join(format!("cri-containerd-{CONTAINER_ID}.scope"));
+        if let Err(e) = std::fs::create_dir_all(&leaf) {
+            common::skip(test, &format!("cannot create {}: {e}", leaf.display()));
+            return None;
+        }
+        Some(PodCgroup { top, leaf })
+    }
+
+    fn enter(&self, pid: i32) {
+        std::fs::write(self.leaf.join("cgroup.procs"), pid.to_string())
+            .expect("moving the server into the pod's cgroup");
+    }
+}
+
+impl Drop for PodCgroup {
+    fn drop(&mut self) {
+        let dirs: Vec<std::path::PathBuf> =
+            self.leaf.ancestors().take_while(|d| d.starts_with(&self.top)).map(Into::into).collect();
+        wait_until(Duration::from_secs(10), || dirs.iter().all(|d| std::fs::remove_dir(d).is_ok() || !d.exists()));
+    }
+}
+
+#[test]
+fn a_tree_in_a_kubernetes_pods_cgroup_names_its_pod_and_container() {
+    const TEST: &str = "a_tree_in_a_kubernetes_pods_cgroup_names_its_pod_and_container";
+    let Some(pod) = PodCgroup::create(TEST) else { return };
+    let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(Spec::new(SERVER)), Spec::new(BYSTANDER)]);
+    let (host, server, bystander) = (sb.pid_of("claude"), sb.pid_of("npx"), sb.pid_of("sleep"));
+    pod.enter(server);
+    sb.kill_host(host);
+    let cfg = sb.dir().config(0, "");
+    let scope = sb.scope_pid().to_string();
+
+    let v = common::scan_json(&cfg, &["--scope", &scope]);
+    let t = common::tree_rooted_at(&v, server);
+    assert_eq!(t["pod_uid"], POD_UID, "{t:#}");
+    assert_eq!(t["cgroup_container"], "containerd 0123456789ab", "{t:#}");
+
+    let (v, out) = common::once_output(Some(sb.scope_pid()), &cfg, &[]);
+    let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root_pid"] == server).expect("the orphan reaped");
+    assert_eq!(o["pod_uid"], POD_UID, "{o:#}");
+    assert_eq!(o["cgroup_container"], "containerd 0123456789ab", "{o:#}");
+    let log = text(&out.stderr);
+    assert!(log.contains(&format!("in pod {POD_UID}, container containerd 0123456789ab")), "{log}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the orphan survived");
+    sb.assert_alive(&[bystander]);
+    drop(sb);
+}

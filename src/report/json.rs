@@ -45,6 +45,10 @@ pub struct Tree {
     /// For a tree to reap: the containers of its `docker|podman run`
     /// clients that would be stopped, or why not (filled by `reaperctl scan`).
     pub containers: Vec<ScanContainer>,
+    /// The Kubernetes pod (its UID) and the container (engine and short
+    /// id) the members' cgroups name, where their details were read.
+    pub pod_uid: Option<String>,
+    pub cgroup_container: Option<String>,
 }
 
 /// One run client's container as `reaperctl scan` sees it.
@@ -230,6 +234,7 @@ pub fn build(a: &Assessment) -> ScanReport {
         .iter()
         .map(|j| {
             let root = &snap.procs[j.root];
+            let (pod_uid, cgroup_container) = crate::names::workload(j.members.iter().map(|&(m, _)| &snap.procs[m]));
             Tree {
                 verdict: j.verdict,
                 reap: j.reap,
@@ -277,6 +282,8 @@ pub fn build(a: &Assessment) -> ScanReport {
                     .map(|d| d.as_secs()),
                 grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
                 containers: Vec::new(),
+                pod_uid,
+                cgroup_container,
             }
         })
         .collect();
