@@ -216,6 +216,24 @@ fn manifest_capabilities() -> Vec<String> {
     caps.iter().flat_map(|c| ["--cap-add".to_string(), c.clone()]).collect()
 }
 
+/// `docker run` of the image as the `DaemonSet` runs it: the node's PID
+/// namespace, a read-only root, every capability dropped but the manifest's,
+/// the config mounted read-only, tmpfs for the socket and the state; the
+/// host's network (the test reaches `/metrics` on its loopback); scoped to
+/// `scope`. `opts` go before the image, `args` to the daemon.
+fn reaper_run(opts: &[&str], cfg: &std::path::Path, scope: i32, args: &[&str]) -> Vec<String> {
+    let mount = format!("{}:/etc/mcp-reaper/config.toml:ro", cfg.display());
+    let mut run: Vec<String> = vec!["run".into()];
+    run.extend(opts.iter().map(ToString::to_string));
+    run.extend(["--pid=host", "--network=host", "--read-only", "--cap-drop", "ALL"].map(String::from));
+    run.extend(["--security-opt", "no-new-privileges"].map(String::from));
+    run.extend(manifest_capabilities());
+    run.extend(["-v", &mount, "--tmpfs", "/run/mcp-reaper", "--tmpfs", "/var/lib/mcp-reaper"].map(String::from));
+    run.extend(["mcp-reaper-under-test".to_string(), "--scope".to_string(), scope.to_string()]);
+    run.extend(args.iter().map(ToString::to_string));
+    run
+}
+
 #[test]
 fn the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_serves_metrics() {
     const TEST: &str = "the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_serves_metrics";
@@ -237,16 +255,7 @@ fn the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_
         "[reaper]\nmode = \"enforce\"\ngrace_secs = 0\ninterval_secs = 1\nmin_uid = 0\nreap_other_pid_namespaces = true\n\
          [metrics]\nlisten = \"127.0.0.1:0\"\n[pressure]\nenabled = false\n[hosts]\nread_configs = false\n",
     );
-    let mount = format!("{}:/etc/mcp-reaper/config.toml:ro", cfg.display());
-    let scope = sb.scope_pid().to_string();
-    let mut run: Vec<String> = ["run", "-d", "--name", "reaper", "--pid=host", "--network=host", "--read-only"]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    run.extend(["--cap-drop", "ALL", "--security-opt", "no-new-privileges"].map(String::from));
-    run.extend(manifest_capabilities());
-    run.extend(["-v", &mount, "--tmpfs", "/run/mcp-reaper", "--tmpfs", "/var/lib/mcp-reaper"].map(String::from));
-    run.extend(["mcp-reaper-under-test", "--scope", &scope, "--log-level", "debug"].map(String::from));
+    let run = reaper_run(&["-d", "--name", "reaper"], &cfg, sb.scope_pid(), &["--log-level", "debug"]);
     let out = engine.docker(&run.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(out.status.success(), "docker run failed: {}", text(&out.stderr));
     let logs = || {
@@ -284,6 +293,115 @@ fn the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_
     let log = logs();
     assert!(log.contains(&format!("reaped orphan tree root={orphan}")), "{log}");
     assert!(!log.contains("Operation not permitted"), "a signal or read was refused:\n{log}");
+
+    in_another_pid_namespace(&engine);
+}
+
+/// The image (`--once`, scoped to an `unshare --pid` standing for another
+/// container) reaps the orphan that namespace's PID 1 adopted, and keeps
+/// that PID 1 and what it started itself (as tests/namespaces.rs, here
+/// from inside the image with the manifest's capabilities).
+fn in_another_pid_namespace(engine: &Engine) {
+    const TEST: &str = "the_image_with_the_manifests_capabilities_reaps_an_orphan_keeps_the_rest_and_serves_metrics";
+    let Some(unshare) = common::pid_namespace_tool(TEST, "a PID namespace to stand for another container") else {
+        return;
+    };
+    let init = Spec::new(&["sleep", "infinity"])
+        .subreaper()
+        .child(Spec::new(CLAUDE).setsid().child(Spec::new(SERVER)))
+        .child(Spec::new(&["node", "/home/u/src/app/node_modules/.bin/tsc", "--watch"]).stdio_null());
+    let c = PidNamespace::start(&unshare, &init);
+    let (pid1, host, server, watcher) =
+        (c.pid_of("sleep infinity"), c.pid_of("claude"), c.pid_of("npx"), c.pid_of("node "));
+    common::sigkill(host);
+    assert!(
+        wait_until(Duration::from_secs(10), || common::ppid_of(server) == Some(pid1)),
+        "the host's server was not adopted by the namespace's PID 1"
+    );
+    let cfg = c.dir.config_with(0, "reap_other_pid_namespaces = true", "[hosts]\nread_configs = false\n");
+    let out = engine.docker(
+        &reaper_run(
+            &["--rm"],
+            &cfg,
+            c.scope(),
+            &["--once", "--json", "--state-file", "/var/lib/mcp-reaper/state.json"],
+        )
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "the image's --once failed: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON ({e}): {}\n{}", text(&out.stdout), text(&out.stderr)));
+    let outcomes = v["outcomes"].as_array().unwrap();
+    assert_eq!(outcomes.len(), 1, "{v:#}");
+    assert_eq!(outcomes[0]["root"]["pid"], server, "{v:#}");
+    assert!(outcomes[0]["reason"].as_str().unwrap().contains("PID 1 of its PID namespace"), "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the namespace's orphan survived: {v:#}");
+    for p in [pid1, watcher] {
+        assert!(alive(p), "{p} must live: {v:#}");
+    }
+}
+
+/// A child PID namespace (`unshare --pid --fork`) whose PID 1 runs as
+/// `sleep infinity` with `init`'s stand-ins below it; everything in it ends
+/// with its PID 1 on drop. (tests/namespaces.rs has the same.)
+struct PidNamespace {
+    unshare: std::process::Child,
+    dir: common::TempDir,
+}
+
+impl PidNamespace {
+    fn start(unshare: &std::path::Path, init: &Spec) -> PidNamespace {
+        use std::process::{Command, Stdio};
+        let dir = common::TempDir::new("fleet-pidns");
+        let ready = dir.path().join("ready");
+        std::fs::write(&ready, "").unwrap();
+        let unshare = Command::new(unshare)
+            .args(["--pid", "--fork", "bash", "-c", "exec -a sleep \"$0\" infinity"])
+            .arg(common::fakeproc_path())
+            .env("FAKEPROC", init.to_json().to_string())
+            .env("FAKEPROC_READY", &ready)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("fakeproc.log")).unwrap())
+            .spawn()
+            .expect("spawning unshare");
+        let ns = PidNamespace { unshare, dir };
+        let ok = wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&ready).unwrap_or_default().lines().count() >= init.count()
+        });
+        assert!(ok, "the namespace's processes did not get ready: {:?}", std::fs::read_to_string(&ready));
+        ns
+    }
+
+    fn scope(&self) -> i32 {
+        self.unshare.id().cast_signed()
+    }
+
+    /// Outer pid of the one process inside whose command line starts with `prefix`.
+    fn pid_of(&self, prefix: &str) -> i32 {
+        let hits: Vec<i32> = common::descendants_of(self.scope())
+            .into_iter()
+            .filter(|&p| {
+                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix)
+            })
+            .collect();
+        match hits.as_slice() {
+            [one] => *one,
+            _ => panic!("expected one process starting with {prefix:?} below {}: {hits:?}", self.scope()),
+        }
+    }
+}
+
+impl Drop for PidNamespace {
+    fn drop(&mut self) {
+        if let Some(&init) = common::descendants_of(self.scope()).first() {
+            common::sigkill(init);
+        }
+        let _ = self.unshare.wait();
+    }
 }
 
 // ------------------------------------------------------------------ pods named
