@@ -99,10 +99,33 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
 /// Healthy while scans keep coming: the last one (or the start, before
 /// the first) is at most [`HEALTH_INTERVALS`] intervals + [`HEALTH_SLACK_SECS`] old.
 fn health(shared: &Shared) -> (bool, String) {
-    let limit = HEALTH_INTERVALS.saturating_mul(shared.cfg.interval_secs).saturating_add(HEALTH_SLACK_SECS);
-    let last = shared.scans.last_at_unix;
-    let age = if last == 0 { shared.started.elapsed().as_secs() } else { unix_now().saturating_sub(last) };
-    let what = if last == 0 { "no scan yet, started" } else { "last scan" };
+    verdict(shared.scans.last_at_unix, shared.started.elapsed().as_secs(), shared.cfg.interval_secs, unix_now())
+}
+
+/// [`health`] from its figures: the last scan's unix time (0: none yet),
+/// seconds since the start, the interval, now.
+fn verdict(last_scan: u64, up_secs: u64, interval_secs: u64, now: u64) -> (bool, String) {
+    let limit = HEALTH_INTERVALS.saturating_mul(interval_secs).saturating_add(HEALTH_SLACK_SECS);
+    let (age, what) =
+        if last_scan == 0 { (up_secs, "no scan yet, started") } else { (now.saturating_sub(last_scan), "last scan") };
     let ok = age <= limit;
     (ok, format!("{} {what} {age}s ago (limit {limit}s)\n", if ok { "ok" } else { "stalled" }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn healthy_until_the_last_scan_is_three_intervals_and_a_minute_old() {
+        let now = 1_790_000_000;
+        assert_eq!(verdict(now - 5, 500, 10, now), (true, "ok last scan 5s ago (limit 90s)\n".into()));
+        assert!(verdict(now - 90, 500, 10, now).0);
+        assert_eq!(verdict(now - 91, 500, 10, now), (false, "stalled last scan 91s ago (limit 90s)\n".into()));
+        // Before the first scan, the start counts.
+        assert!(verdict(0, 30, 10, now).0);
+        assert_eq!(verdict(0, 91, 10, now).1, "stalled no scan yet, started 91s ago (limit 90s)\n");
+        // A clock set back never reads as stalled.
+        assert!(verdict(now + 100, 500, 10, now).0);
+    }
 }
