@@ -98,6 +98,23 @@ fn metrics_and_healthz_over_http_on_an_ephemeral_loopback_port() {
     assert_eq!(http(addr, "HEAD", "/healthz").0, 200);
     assert_eq!(http(addr, "GET", "/nothing").0, 404);
     assert_eq!(http(addr, "POST", "/metrics").0, 405);
+    // Slow clients hold at most 8 connections, each for at most 5 s: the
+    // next is closed unanswered, and once they are cut off it answers again.
+    // (Accepted in the order they connected: the 8 hold their slots when
+    // the 9th is taken, unless 5 s pass in between.)
+    let silent: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let mut ninth = TcpStream::connect(addr).unwrap();
+    ninth.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = ninth.write_all(b"GET /healthz HTTP/1.1\r\nHost: reaper\r\n\r\n");
+    let mut got = Vec::new();
+    let _ = ninth.read_to_end(&mut got);
+    assert!(got.is_empty(), "a 9th connection was served: {}", text(&got));
+    for mut c in silent {
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut sink = Vec::new();
+        let _ = c.read_to_end(&mut sink); // the server's deadline closes it
+    }
+    assert_eq!(http(addr, "GET", "/healthz").0, 200);
     // A dry run: the orphan is counted, never signalled.
     assert!(d.count("would reap") >= 1, "{}", d.log_text());
     sb.assert_alive(&[servers[0], servers[1], hosts[1], bystander]);
