@@ -42,13 +42,31 @@ pub fn short_cmd(p: &Process, max: usize) -> String {
 }
 
 /// A nested PID namespace, for reasons: its container when the cgroup names
-/// one (`container docker 0123456789ab`), else its `ns/pid` inode.
+/// one (`container docker 0123456789ab`, `… in pod <UID>` for a Kubernetes
+/// pod's), else its `ns/pid` inode.
 pub fn namespace_of(d: &crate::scan::Details) -> String {
     match (&d.container, d.pidns) {
-        (Some(c), _) => format!("container {c}"),
+        (Some(c), _) => match &c.pod_uid {
+            Some(pod) => format!("container {c} in pod {pod}"),
+            None => format!("container {c}"),
+        },
         (None, Some(ino)) => format!("pid:[{ino}]"),
         (None, None) => "its inode unreadable".to_string(),
     }
+}
+
+/// Where a tree runs, when its members' cgroups say: the pod UID and the
+/// container of the first member whose details name them.
+pub fn workload<'a>(members: impl IntoIterator<Item = &'a Process>) -> (Option<String>, Option<String>) {
+    let (mut pod, mut container) = (None, None);
+    for p in members {
+        pod = pod.or(p.pod_uid());
+        container = container.or(p.container());
+        if pod.is_some() && container.is_some() {
+            break;
+        }
+    }
+    (pod.map(str::to_string), container.map(str::to_string))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! A line reads `key: Kind [= bounds] => place in Config [, optional];`.
 //! The kinds and their checks are in [`super::kinds`].
 
-use super::kinds::{FilePath, Kind, RegexList, RoleList, SocketList, SocketPath};
+use super::kinds::{FilePath, Kind, ListenAddr, RegexList, RoleList, SocketList, SocketPath};
 use super::layer::Layer;
 use super::{Config, ConfigErrors, Mode};
 
@@ -166,6 +166,9 @@ keys! {
         socket: SocketPath => socket, optional;
         state_file: FilePath => state_file, optional;
         metrics_textfile: FilePath => metrics_textfile, optional;
+    }
+    [metrics] {
+        listen: ListenAddr => metrics_listen, optional;
     }
     [redact] {
         enabled: bool => redact.enabled;

@@ -3,6 +3,7 @@
 //! value's position, and how a change shows in reload logs.
 
 use std::fmt::Debug;
+use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
@@ -137,6 +138,40 @@ impl Kind for RoleList {
 
 /// An absolute path of a file the daemon writes.
 pub(super) enum FilePath {}
+
+/// A TCP address to listen on (`[metrics] listen`): `IP:PORT`, or a port
+/// alone (`9464`, `:9464`) for the loopback address, so that turning it on
+/// never opens it to the network by accident.
+pub(super) enum ListenAddr {}
+
+impl Kind for ListenAddr {
+    type File = String;
+    type Value = SocketAddr;
+    type Bounds = ();
+    fn check(l: &mut Layer<'_>, v: Spanned<String>, key: &str, (): ()) -> Option<SocketAddr> {
+        match listen_addr(v.get_ref()) {
+            Ok(a) => Some(a),
+            Err(msg) => {
+                l.err(v.span(), key.to_string(), msg);
+                None
+            }
+        }
+    }
+}
+
+/// `IP:PORT`, `[IPv6]:PORT`, `PORT` or `:PORT` (loopback).
+pub(super) fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    let port = text.strip_prefix(':').unwrap_or(text);
+    if let Ok(p) = port.parse::<u16>() {
+        return Ok(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, p)));
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "must be IP:PORT (\"127.0.0.1:9464\", \"[::1]:9464\", \"0.0.0.0:9464\") or a port for the loopback address (got {:?})",
+            crate::names::printable(text)
+        )
+    })
+}
 
 /// A list of unix socket paths, each checked alone (`[containers]`).
 pub(super) enum SocketList {}

@@ -72,6 +72,9 @@ pub struct Config {
     pub socket: Option<PathBuf>,
     pub state_file: Option<PathBuf>,
     pub metrics_textfile: Option<PathBuf>,
+    /// `[metrics] listen`: serve `/metrics` and `/healthz` over HTTP here
+    /// (off when `None`).
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// `[containers]`: stopping the containers of `docker|podman run` clients.
     pub containers: ContainerSettings,
     /// Compiled from `patterns`.

@@ -156,3 +156,21 @@ fn the_redact_fallback_masks_as_the_embedded_default_does() {
     assert_eq!(crate::redact::Redactor::default().redact(cmd), cmd, "the default Redactor is disabled");
     assert_eq!(d.redactor.redact(cmd), crate::redact::redact(cmd));
 }
+
+#[test]
+fn metrics_listen_is_off_by_default_and_loopback_for_a_bare_port() {
+    assert_eq!(Config::embedded().metrics_listen, None);
+    let at = |v: &str| {
+        Config::from_str_with_default("u.toml", &format!("[metrics]\nlisten = {v:?}\n")).map(|c| c.metrics_listen)
+    };
+    assert_eq!(at("9464").unwrap(), Some("127.0.0.1:9464".parse().unwrap()));
+    assert_eq!(at(":9464").unwrap(), Some("127.0.0.1:9464".parse().unwrap()));
+    assert_eq!(at("0.0.0.0:9464").unwrap(), Some("0.0.0.0:9464".parse().unwrap()));
+    assert_eq!(at("[::1]:0").unwrap(), Some("[::1]:0".parse().unwrap()));
+    for bad in ["localhost:9464", "70000", "1.2.3.4", ""] {
+        let e = at(bad).unwrap_err().0;
+        assert!(e[0].to_string().starts_with("u.toml:2:10: metrics.listen: must be IP:PORT"), "{bad}: {}", e[0]);
+    }
+    let e = Config::from_str_with_default("u.toml", "[metrics]\naddress = \"9464\"\n").unwrap_err().0;
+    assert!(e[0].message.contains("unknown field `address`"), "{}", e[0]);
+}

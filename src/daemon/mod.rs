@@ -5,6 +5,7 @@ mod board;
 pub mod control;
 mod endings;
 mod exits;
+mod http;
 pub mod notify;
 mod pressure;
 pub mod run;

@@ -284,6 +284,9 @@ impl Daemon {
                 } else {
                     tracing::info!("config reloaded ({why}): {}", changes.join("; "));
                 }
+                if self.shared.borrow().cfg.metrics_listen != new.metrics_listen {
+                    tracing::warn!("metrics.listen changed: the HTTP server keeps its address until a restart");
+                }
                 crate::redact::install(new.redactor.clone());
                 if self.pressure.differs(&new.pressure) {
                     self.pressure = PressureWatch::started(&new.pressure);

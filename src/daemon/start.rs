@@ -93,6 +93,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     }));
     let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
     let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
+    let metrics_http = serve_metrics(&shared).await;
     let notifier = Notifier::from_env();
     let mut d = Daemon {
         watchdog: notifier.watchdog.map(tokio::time::interval),
@@ -127,9 +128,30 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     }
     let code = d.run(req_rx).await;
     server.abort();
+    if let Some(h) = metrics_http {
+        h.abort();
+    }
     let _ = std::fs::remove_file(&socket_path);
     drop(lock);
     code
+}
+
+/// `[metrics] listen`, when set: the HTTP server's task. An address that
+/// cannot be bound is an error in the log, not the end of the daemon: the
+/// reaping goes on (and a kubelet's probe of `/healthz` says something is wrong).
+async fn serve_metrics(shared: &Rc<RefCell<Shared>>) -> Option<tokio::task::JoinHandle<()>> {
+    let addr = shared.borrow().cfg.metrics_listen?;
+    match super::http::bind(addr).await {
+        Ok(l) => {
+            let bound = l.local_addr().unwrap_or(addr);
+            tracing::info!("metrics served on http://{bound}/metrics (and /healthz)");
+            Some(tokio::task::spawn_local(super::http::serve(l, shared.clone())))
+        }
+        Err(e) => {
+            tracing::error!(reaper_action = "error", "{e}; metrics are not served over HTTP");
+            None
+        }
+    }
 }
 
 /// The proc connector when it is proven to deliver, else pidfd mode and why.

@@ -44,11 +44,15 @@ pub struct Order {
     /// The containers of the tree's `docker|podman run` clients, as the plan
     /// found them: ended beside the tree (see `container`).
     pub containers: Vec<ContainerPlan>,
+    /// The Kubernetes pod UID and the container the members' cgroups name.
+    pub pod_uid: Option<String>,
+    pub cgroup_container: Option<String>,
 }
 
 impl Order {
     /// An order for a tree as one scan saw it: `members` root first.
     pub fn new(verdict: Verdict, reason: String, root: &Process, members: &[&Process]) -> Order {
+        let (pod_uid, cgroup_container) = crate::names::workload(members.iter().copied());
         Order {
             verdict,
             reason,
@@ -57,6 +61,8 @@ impl Order {
             members: members.iter().map(|p| p.id).collect(),
             checked_tick: members.iter().map(|p| p.checked_tick).min().unwrap_or(root.checked_tick),
             containers: Vec::new(),
+            pod_uid,
+            cgroup_container,
         }
     }
 }

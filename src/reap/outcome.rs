@@ -58,6 +58,9 @@ pub struct Outcome {
     pub swap_free_delta: Option<i64>,
     /// The containers of the tree's `docker|podman run` clients.
     pub containers: Vec<super::ContainerOutcome>,
+    /// The Kubernetes pod UID and the container the tree's cgroups name.
+    pub pod_uid: Option<String>,
+    pub cgroup_container: Option<String>,
 }
 
 impl Outcome {
@@ -120,5 +123,7 @@ pub(super) fn outcome(r: Run, t0: Instant, before: Option<MemInfo>, s: &Settings
         mem_available_delta: delta(|m| m.mem_available_bytes),
         swap_free_delta: delta(|m| m.swap_free_bytes),
         containers: r.containers,
+        pod_uid: r.order.pod_uid.clone(),
+        cgroup_container: r.order.cgroup_container.clone(),
     }
 }

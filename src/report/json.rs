@@ -49,6 +49,10 @@ pub struct Tree {
     /// evidence (a dead terminal of a windowed host, a pipeline's closed
     /// stdin under an IDE): what that evidence is.
     pub suspect: Option<String>,
+    /// The Kubernetes pod (its UID) and the container (engine and short
+    /// id) the members' cgroups name, where their details were read.
+    pub pod_uid: Option<String>,
+    pub cgroup_container: Option<String>,
 }
 
 /// One run client's container as `reaperctl scan` sees it.
@@ -236,6 +240,7 @@ pub fn build(a: &Assessment) -> ScanReport {
         .iter()
         .map(|j| {
             let root = &snap.procs[j.root];
+            let (pod_uid, cgroup_container) = crate::names::workload(j.members.iter().map(|&(m, _)| &snap.procs[m]));
             Tree {
                 verdict: j.verdict,
                 reap: j.reap,
@@ -284,6 +289,8 @@ pub fn build(a: &Assessment) -> ScanReport {
                 grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
                 containers: Vec::new(),
                 suspect: j.suspect.clone(),
+                pod_uid,
+                cgroup_container,
             }
         })
         .collect();

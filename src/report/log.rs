@@ -146,6 +146,8 @@ pub fn outcome(o: &Outcome) {
                 reaper_duration_ms = o.took_ms,
                 reaper_containers = %containers,
                 reaper_container_bytes = container_bytes,
+                reaper_pod_uid = o.pod_uid.as_deref(),
+                reaper_cgroup_container = o.cgroup_container.as_deref(),
                 "{line}"
             )
         };

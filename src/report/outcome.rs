@@ -18,6 +18,16 @@ impl Outcome {
         })
     }
 
+    /// ` in pod UID, container containerd 0123456789ab`, when the cgroups say.
+    fn workload_words(&self) -> String {
+        match (&self.pod_uid, &self.cgroup_container) {
+            (Some(p), Some(c)) => format!(" in pod {p}, container {c}"),
+            (Some(p), None) => format!(" in pod {p}"),
+            (None, Some(c)) => format!(" in container {c}"),
+            (None, None) => String::new(),
+        }
+    }
+
     /// The one log line per tree.
     pub fn line(&self) -> String {
         let mem = format!(
@@ -29,11 +39,12 @@ impl Outcome {
         );
         if self.dry_run {
             return format!(
-                "would reap {} tree root={} ({}) members={} signals=TERM,KILL after {:.1}s if still alive \
+                "would reap {} tree root={} ({}){} members={} signals=TERM,KILL after {:.1}s if still alive \
                  (group signals={}, member signals={}) estimate={mem}",
                 self.verdict,
                 self.root.pid,
                 self.root_cmd,
+                self.workload_words(),
                 self.members,
                 self.term_timeout_secs,
                 self.group_signals,
@@ -48,10 +59,11 @@ impl Outcome {
             "partly reaped"
         };
         let mut s = format!(
-            "{verb} {} tree root={} ({}) members={} signals={} took={}ms reclaimed={mem}",
+            "{verb} {} tree root={} ({}){} members={} signals={} took={}ms reclaimed={mem}",
             self.verdict,
             self.root.pid,
             self.root_cmd,
+            self.workload_words(),
             self.members + self.joined,
             self.signals.join(","),
             self.took_ms
@@ -104,6 +116,10 @@ struct Wire<'a> {
     mem_available_delta: Option<i64>,
     swap_free_delta: Option<i64>,
     containers: &'a [ContainerOutcome],
+    /// The Kubernetes pod (its UID) and the container (engine and short
+    /// id) the tree's cgroups name; null when they name none.
+    pod_uid: Option<&'a str>,
+    cgroup_container: Option<&'a str>,
 }
 
 impl Serialize for Outcome {
@@ -133,6 +149,8 @@ impl Serialize for Outcome {
             mem_available_delta: self.mem_available_delta,
             swap_free_delta: self.swap_free_delta,
             containers: &self.containers,
+            pod_uid: self.pod_uid.as_deref(),
+            cgroup_container: self.cgroup_container.as_deref(),
         }
         .serialize(s)
     }
@@ -169,6 +187,8 @@ pub(super) mod tests {
             mem_available_delta: None,
             swap_free_delta: None,
             containers: vec![],
+            pod_uid: None,
+            cgroup_container: None,
         }
     }
 
@@ -184,7 +204,25 @@ pub(super) mod tests {
         assert_eq!((v["root_pid"].as_i64(), v["root_start_time"].as_u64()), (Some(4242), Some(123)));
         assert_eq!(v["member_count"], 4);
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys.len(), 24, "{keys:?}");
+        assert_eq!(keys.len(), 26, "{keys:?}");
+        assert_eq!((&v["pod_uid"], &v["cgroup_container"]), (&serde_json::Value::Null, &serde_json::Value::Null));
+    }
+
+    #[test]
+    fn a_pods_tree_names_its_pod_and_container_in_the_line_and_the_json() {
+        let mut o = outcome();
+        o.pod_uid = Some("1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d".into());
+        o.cgroup_container = Some("containerd 0123456789ab".into());
+        let line = o.line();
+        assert!(
+            line.starts_with(
+                "partly reaped orphan tree root=4242 (npm exec @playwright/mcp) in pod 1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d, container containerd 0123456789ab members=4"
+            ),
+            "{line}"
+        );
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(v["pod_uid"], "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d");
+        assert_eq!(v["cgroup_container"], "containerd 0123456789ab");
     }
 
     #[test]

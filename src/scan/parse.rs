@@ -239,6 +239,36 @@ pub fn container_of(text: &str) -> Option<String> {
     None
 }
 
+/// The UID of the Kubernetes pod a cgroup file names: the kubelet's
+/// `kubepods…-pod<UID>.slice` (systemd driver, `-` written `_`) or
+/// `kubepods/…/pod<UID>` (cgroupfs driver). Only below a `kubepods`
+/// component, so a user's own `pod…` directory is not taken for one.
+pub fn pod_of(text: &str) -> Option<String> {
+    let is_uid = |s: &str| {
+        s.len() == 36
+            && s.bytes()
+                .enumerate()
+                .all(|(i, b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { b.is_ascii_hexdigit() })
+    };
+    for line in text.lines() {
+        let Some(path) = line.splitn(3, ':').nth(2) else { continue };
+        let mut below_kubepods = false;
+        for comp in path.split('/') {
+            below_kubepods |= comp.starts_with("kubepods");
+            if !below_kubepods {
+                continue;
+            }
+            let bare = comp.strip_suffix(".slice").unwrap_or(comp);
+            let Some((_, uid)) = bare.rsplit_once("pod") else { continue };
+            let uid = uid.replace('_', "-");
+            if is_uid(&uid) {
+                return Some(uid.to_ascii_lowercase());
+            }
+        }
+    }
+    None
+}
+
 /// One line of a `mountinfo`: the mounted directory (root), the mount point,
 /// the file system type and its super options, the paths unescaped.
 pub struct Mount<'a> {
@@ -393,6 +423,31 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(container_of(&text).as_deref(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn pod_from_cgroup() {
+        let uid = "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d";
+        let u = uid.replace('-', "_");
+        let id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let cases = [
+            (
+                format!(
+                    "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{u}.slice/cri-containerd-{id}.scope\n"
+                ),
+                Some(uid),
+            ),
+            (format!("0::/kubepods.slice/kubepods-pod{u}.slice/crio-{id}.scope\n"), Some(uid)),
+            (format!("12:pids:/kubepods/burstable/pod{uid}/{id}\n0::/\n"), Some(uid)),
+            // Seen from a container's own cgroup namespace (the reaper's pod).
+            (format!("0::/../../kubepods-besteffort-pod{u}.slice/cri-containerd-{id}.scope\n"), Some(uid)),
+            (format!("0::/user.slice/pod{uid}/x\n"), None),
+            (format!("0::/system.slice/docker-{id}.scope\n"), None),
+            ("0::/kubepods.slice/kubepods-podnot-a-uid.slice\n".to_string(), None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(pod_of(&text).as_deref(), want, "{text}");
         }
     }
 

@@ -144,9 +144,9 @@ pub struct Details {
     pub nspid_depth: Option<usize>,
     /// Its pid in its own (innermost) PID namespace.
     pub nspid_inner: Option<u32>,
-    /// Engine and short id of the container its cgroup names
-    /// (`docker 0123456789ab`).
-    pub container: Option<String>,
+    /// The container its cgroup names (`docker 0123456789ab`), with its
+    /// Kubernetes pod's UID where the cgroup names one.
+    pub container: Option<CgroupContainer>,
     /// Inode of `/proc/PID/ns/pid`; needs ptrace access, so often unknown.
     pub pidns: Option<u64>,
     pub exe: Option<String>,
@@ -161,6 +161,27 @@ pub struct Details {
     pub run_host: Option<i32>,
     /// The far end of its stdin, when a decision needed it.
     pub stdin: Option<StdinEnd>,
+}
+
+/// The container a process's cgroup names: engine and short id
+/// (`containerd 0123456789ab`), and for a Kubernetes pod's container the
+/// pod's UID (`kubepods…pod<UID>` in the same path). Shown as its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CgroupContainer {
+    pub name: String,
+    pub pod_uid: Option<String>,
+}
+
+impl From<&str> for CgroupContainer {
+    fn from(name: &str) -> CgroupContainer {
+        CgroupContainer { name: name.to_string(), pod_uid: None }
+    }
+}
+
+impl std::fmt::Display for CgroupContainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
 }
 
 impl Details {
@@ -231,6 +252,17 @@ impl Process {
 
     pub fn exe(&self) -> Option<&str> {
         self.details.as_ref().and_then(|d| d.exe.as_deref())
+    }
+
+    /// The container its cgroup names (`containerd 0123456789ab`), when
+    /// its details were read.
+    pub fn container(&self) -> Option<&str> {
+        self.details.as_ref().and_then(|d| d.container.as_ref()).map(|c| c.name.as_str())
+    }
+
+    /// The Kubernetes pod UID its cgroup names, when its details were read.
+    pub fn pod_uid(&self) -> Option<&str> {
+        self.details.as_ref().and_then(|d| d.container.as_ref()).and_then(|c| c.pod_uid.as_deref())
     }
 
     /// Whether `(pid, start time)` names this process and no other. Start

@@ -79,6 +79,8 @@ impl Session {
                 // A run session's leftovers are ended as processes; a
                 // container a client left is the daemon's plan to find.
                 containers: Vec::new(),
+                pod_uid: None,
+                cgroup_container: None,
             };
             for o in reap::terminate(procfs, vec![order], settings) {
                 ended.escalated |= o.escalated;
