@@ -15,6 +15,29 @@ use super::process::{Context, ProcState, Process, boot_tick};
 use crate::ids::{Identity, Pid, StartTime, Uid};
 use crate::program::Program;
 
+/// How much of a command line is read and kept per process, in bytes.
+///
+/// Any user can start processes whose argv is up to the kernel's limit (a
+/// quarter of the stack limit: 2 MiB and more), and forks share one argv at
+/// no cost to them: 1,500 forks of one 200 KB argv made `--once` hold 300 MiB.
+/// So a scan reads at most this much of each `cmdline` and keeps the whole
+/// arguments that fit (4 KiB: what the kernel itself showed before Linux 4.2);
+/// a command line that did not fit ends in ` …` and its [`Program`] says it
+/// was cut. Identical command lines are kept once per scan (see
+/// `incremental.rs`), so the table costs at most about
+/// `processes × (CMDLINE_KEEP + 200 bytes)`, and far less when forks share.
+///
+/// Why a cut never makes a process a server or host it is not: an argument
+/// is kept whole or not at all, and the program and its leading arguments
+/// (what roles are decided on, see [`crate::program`]) come first; the
+/// ` …` ending stops a pattern anchored at the end (`$`) from matching a
+/// shorter line than the real one. A cut line can only lose a role, which
+/// keeps a tree. The one pattern list for which a miss would kill is
+/// `protect` (it sees the whole command line): a cut process counts as
+/// matching it whenever the config has protect patterns (see
+/// `config::patterns`), so its tree is kept and says why.
+pub const CMDLINE_KEEP: usize = 4096;
+
 /// A `/proc` to read: the real one, or a fixture tree in tests.
 #[derive(Clone, Debug)]
 pub struct ProcFs {
@@ -147,11 +170,15 @@ impl ProcFs {
         let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
             Arc::default()
         } else {
-            match read_at(&dir, "cmdline", buf) {
+            match read_at_most(&dir, "cmdline", buf, CMDLINE_KEEP + 1) {
                 Ok(()) => {
                     let mut spans = Vec::new();
-                    let text = parse::join_argv(buf, &mut spans);
+                    let cut = buf.len() > CMDLINE_KEEP;
+                    let text = parse::join_argv_kept(buf, CMDLINE_KEEP, &mut spans);
                     program = Program::from_argv(&text, &spans);
+                    if cut {
+                        program.set_cut();
+                    }
                     text.into()
                 }
                 Err(ReadFail::Denied) => Arc::default(),
@@ -197,8 +224,8 @@ impl ProcFs {
     pub fn cmdline(&self, pid: Pid) -> Option<String> {
         let dir = self.open_pid_dir(pid)?;
         let mut buf = Vec::with_capacity(1024);
-        read_at(&dir, "cmdline", &mut buf).ok()?;
-        Some(parse::join_cmdline(&buf))
+        read_at_most(&dir, "cmdline", &mut buf, CMDLINE_KEEP + 1).ok()?;
+        Some(parse::join_argv_kept(&buf, CMDLINE_KEEP, &mut Vec::new()))
     }
 
     /// A fresh `stat` of one pid, for re-checks right before acting.
@@ -260,6 +287,12 @@ pub(super) fn parse_ns_inode(s: &str) -> Option<u64> {
 
 /// Reads a whole file below a `/proc/PID` dirfd into `buf`.
 pub(super) fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail> {
+    read_at_most(dir, name, buf, usize::MAX)
+}
+
+/// [`read_at`], stopping once `buf` holds `limit` bytes or more: what a
+/// user sizes (a command line) is never read past what is kept.
+pub(super) fn read_at_most(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>, limit: usize) -> Result<(), ReadFail> {
     buf.clear();
     let fd =
         rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(classify)?;
@@ -267,7 +300,12 @@ pub(super) fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<()
     loop {
         match rustix::io::read(&fd, &mut chunk) {
             Ok(0) => return Ok(()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() >= limit {
+                    return Ok(());
+                }
+            }
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(classify(e)),
         }
