@@ -85,7 +85,7 @@ fn comms_with_parens_spaces_and_newlines_are_read_and_reaped_right() {
 }
 
 #[test]
-fn a_one_mib_argv_is_read_whole_and_reaped() {
+fn a_one_mib_argv_is_kept_cut_and_still_reaped() {
     let sb = Sandbox::new(vec![
         Spec::new(CLAUDE).child(Spec::new(NODE_PLAYWRIGHT).pad_kib(1024)),
         Spec::new(&["sleep", "600"]),
@@ -99,8 +99,11 @@ fn a_one_mib_argv_is_read_whole_and_reaped() {
     let v = scan(&sb, &cfg);
     let t = tree_rooted_at(&v, server);
     assert_eq!(t["verdict"], "orphan", "{t:#}");
+    // Kept: the whole arguments of the first 4 KiB (mcp_reaper::scan::CMDLINE_KEEP),
+    // then ` …`; protect was settled on the whole line, read again.
     let cmd = member(t, server)["cmdline"].as_str().unwrap();
-    assert_eq!(cmd.len(), raw.len() - 1, "joined whole: NULs become spaces, the last one dropped");
+    assert!(cmd.starts_with(&NODE_PLAYWRIGHT.join(" ")) && cmd.ends_with(" …"), "{cmd}");
+    assert!(cmd.len() <= mcp_reaper::scan::CMDLINE_KEEP + " …".len(), "{} bytes kept", cmd.len());
 
     let out = once(&sb, &cfg);
     assert_eq!(out["summary"]["trees_reaped"], 1, "{out:#}");

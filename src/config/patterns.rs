@@ -287,6 +287,18 @@ impl Matcher {
             .unwrap_or(RoleMatch { role: Role::Other, pattern: None, protect })
     }
 
+    /// The `protect` match of a whole command line, read again for a process
+    /// whose kept line was cut (see [`Matcher::is_cut_protect`]).
+    pub fn protect_in(&self, s: Subject<'_>) -> Option<usize> {
+        self.protect.first(&Texts::of(&s), true)
+    }
+
+    /// Whether `index` is the stand-in a cut command line gets in `protect`
+    /// until its whole line is read.
+    pub fn is_cut_protect(&self, index: usize) -> bool {
+        index == self.lists.protect.len()
+    }
+
     /// Whether a process is a bystander (never a server, whatever else says so).
     pub fn is_bystander(&self, s: Subject<'_>) -> bool {
         self.bystanders.first(&Texts::of(&s), false).is_some()

@@ -33,7 +33,7 @@ pub use pressure::Pressure;
 pub use process::{
     Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit, boot_tick,
 };
-pub use procfs::ProcFs;
+pub use procfs::{CMDLINE_KEEP, CMDLINE_WHOLE, ProcFs};
 
 /// Errors that stop a scan as a whole (a single vanished process never does).
 #[derive(Debug)]

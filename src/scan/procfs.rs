@@ -35,8 +35,15 @@ use crate::program::Program;
 /// keeps a tree. The one pattern list for which a miss would kill is
 /// `protect` (it sees the whole command line): a cut process counts as
 /// matching it whenever the config has protect patterns (see
-/// `config::patterns`), so its tree is kept and says why.
+/// `config::patterns`) until, as a member of a tree a decision is about,
+/// its whole line is read again (one at a time, not kept, at most
+/// [`CMDLINE_WHOLE`]) and matched (`cycle::settle_cut`).
 pub const CMDLINE_KEEP: usize = 4096;
+
+/// The most of a cut command line read again, whole, to settle `protect`
+/// for a tree member (see [`ProcFs::whole_cmdline`]); beyond it the member
+/// stays protected.
+pub const CMDLINE_WHOLE: usize = 8 << 20;
 
 /// A `/proc` to read: the real one, or a fixture tree in tests.
 #[derive(Clone, Debug)]
@@ -226,6 +233,22 @@ impl ProcFs {
         let mut buf = Vec::with_capacity(1024);
         read_at_most(&dir, "cmdline", &mut buf, CMDLINE_KEEP + 1).ok()?;
         Some(parse::join_argv_kept(&buf, CMDLINE_KEEP, &mut Vec::new()))
+    }
+
+    /// The whole command line of `id` (still that process), joined with its
+    /// argv spans, read only for a process a decision is about whose kept
+    /// line was cut ([`CMDLINE_KEEP`]): one at a time, dropped after use.
+    /// `None` when gone, unreadable or longer than [`CMDLINE_WHOLE`].
+    pub fn whole_cmdline(&self, id: crate::ids::Identity) -> Option<(String, Vec<crate::program::Span>)> {
+        let mut buf = Vec::with_capacity(CMDLINE_KEEP * 2);
+        let dir = self.open_verified(id, &mut buf)?;
+        read_at_most(&dir, "cmdline", &mut buf, CMDLINE_WHOLE + 1).ok()?;
+        if buf.len() > CMDLINE_WHOLE {
+            return None;
+        }
+        let mut spans = Vec::new();
+        let text = parse::join_argv(&buf, &mut spans);
+        Some((text, spans))
     }
 
     /// A fresh `stat` of one pid, for re-checks right before acting.
