@@ -121,8 +121,14 @@ fn once_peak(dir: &Path) -> u64 {
 /// The daemon's `VmHWM` (KiB) after three full scans, and the last scan's ms.
 fn daemon_peak(dir: &Path) -> (u64, f64) {
     let cfg = dir.join("daemon.toml");
-    std::fs::write(&cfg, format!("[reaper]\ninterval_secs = 1\n[daemon]\nstate_file = {:?}\n", dir.join("d.state")))
-        .unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "[reaper]\ninterval_secs = 1\n[daemon]\nstate_file = {:?}\n",
+            dir.join("d.state").display().to_string()
+        ),
+    )
+    .unwrap();
     let sock = dir.join("d.sock");
     let mut cmd = Command::new(daemon_binary());
     cmd.args(["--dry-run", "--no-events", "--log-target", "stderr", "--log-level", "warn", "--config"])

@@ -7,6 +7,14 @@
 //! to that process even if its pid is reused, so all files of one process are
 //! consistent with each other.
 //!
+//! Memory is bounded whatever the process table holds: at most
+//! [`CMDLINE_KEEP`] bytes of a command line are read and kept per process
+//! (whole arguments, a cut line ends in ` …`), identical lines are kept once
+//! per read (`incremental.rs`), details (fds 0–2, exe, status fields) are a
+//! few short strings, and only for the processes a decision is about. The
+//! table costs at most about `processes × (CMDLINE_KEEP + 200)` bytes; the
+//! README states the budget, `cargo bench --bench memory` measures it.
+//!
 //! The rooms: [`process`] holds what a scan produces (the types), `procfs`
 //! reads one process, `details` the second tier and cgroups, `incremental`
 //! the whole-table reads and the rules for building on the last snapshot.
