@@ -112,6 +112,31 @@ fn a_one_mib_argv_is_kept_cut_and_still_reaped() {
 }
 
 #[test]
+fn a_protect_match_past_the_kept_part_of_a_command_line_still_protects() {
+    // `--port 8931` (the default protect patterns: a shared HTTP server)
+    // comes after 5 KiB of arguments: past what a scan keeps.
+    let filler = "A".repeat(5000);
+    let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(Spec::new(&[
+        NODE_PLAYWRIGHT[0],
+        NODE_PLAYWRIGHT[1],
+        &filler,
+        "--port",
+        "8931",
+    ]))]);
+    let (host, server) = (sb.pid_of("claude"), sb.pid_of("node "));
+    sb.kill_host(host);
+    let cfg = sb.dir().config(0, "");
+    let v = scan(&sb, &cfg);
+    let t = tree_rooted_at(&v, server);
+    assert_eq!(t["verdict"], "protected", "{t:#}");
+    // Settled on the whole line, read again: the pattern that matched is named.
+    assert!(t["reason"].as_str().is_some_and(|r| r.contains("--(sse-)?port")), "{t:#}");
+    let out = once(&sb, &cfg);
+    assert_eq!(out["summary"]["trees_reaped"], 0, "{out:#}");
+    sb.assert_alive(&[server, sb.scope_pid()]);
+}
+
+#[test]
 fn an_empty_command_line_is_shown_by_comm_and_its_tree_still_reaped() {
     let sb = Sandbox::new(vec![
         Spec::new(CLAUDE).child(Spec::new(NODE_PLAYWRIGHT).child(Spec::new(&[""]))),

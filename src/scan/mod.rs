@@ -10,10 +10,13 @@
 //! Memory is bounded whatever the process table holds: at most
 //! [`CMDLINE_KEEP`] bytes of a command line are read and kept per process
 //! (whole arguments, a cut line ends in ` …`), identical lines are kept once
-//! per read (`incremental.rs`), details (fds 0–2, exe, status fields) are a
-//! few short strings, and only for the processes a decision is about. The
-//! table costs at most about `processes × (CMDLINE_KEEP + 200)` bytes; the
-//! README states the budget, `cargo bench --bench memory` measures it.
+//! per read (`incremental.rs`) and distinct long ones up to
+//! [`CMDLINES_TOTAL`] in all, then [`CMDLINE_SHORT`] bytes each; details
+//! (fds 0–2, exe, status fields) are a few short strings, and only for the
+//! processes a decision is about. Command lines cost at most about
+//! `CMDLINES_TOTAL + processes × (CMDLINE_SHORT + 128)` bytes, plus ~200
+//! bytes per process; the README states the budget, `cargo bench --bench
+//! memory` measures it.
 //!
 //! The rooms: [`process`] holds what a scan produces (the types), `procfs`
 //! reads one process, `details` the second tier and cgroups, `incremental`
@@ -41,7 +44,7 @@ pub use pressure::Pressure;
 pub use process::{
     Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit, boot_tick,
 };
-pub use procfs::{CMDLINE_KEEP, CMDLINE_WHOLE, ProcFs};
+pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, ProcFs};
 
 /// Errors that stop a scan as a whole (a single vanished process never does).
 #[derive(Debug)]

@@ -24,8 +24,10 @@ use crate::program::Program;
 /// arguments that fit (4 KiB: what the kernel itself showed before Linux 4.2);
 /// a command line that did not fit ends in ` …` and its [`Program`] says it
 /// was cut. Identical command lines are kept once per scan (see
-/// `incremental.rs`), so the table costs at most about
-/// `processes × (CMDLINE_KEEP + 200 bytes)`, and far less when forks share.
+/// `incremental.rs`), and distinct long ones up to [`CMDLINES_TOTAL`] in
+/// all, then [`CMDLINE_SHORT`] each: a read keeps at most about
+/// `CMDLINES_TOTAL + processes × (CMDLINE_SHORT + 128)` bytes of command
+/// lines, far less when forks share one.
 ///
 /// Why a cut never makes a process a server or host it is not: an argument
 /// is kept whole or not at all, and the program and its leading arguments
@@ -39,6 +41,21 @@ use crate::program::Program;
 /// its whole line is read again (one at a time, not kept, at most
 /// [`CMDLINE_WHOLE`]) and matched (`cycle::settle_cut`).
 pub const CMDLINE_KEEP: usize = 4096;
+
+/// What one read keeps of distinct long command lines in all (see
+/// `incremental.rs`): past it, a process not seen before keeps only
+/// [`CMDLINE_SHORT`] bytes of its line. Distinct lines cost an attacker a
+/// page each (a fork that writes its own argv), so without a total the
+/// table's size alone would size the reaper: 10,000 such processes would be
+/// 40 MiB. With it a read keeps at most `CMDLINES_TOTAL + processes ×
+/// (CMDLINE_SHORT + 128)` bytes of command lines.
+pub const CMDLINES_TOTAL: usize = 8 << 20;
+
+/// What a process keeps of its command line once a read has kept
+/// [`CMDLINES_TOTAL`]: enough for a program and its first arguments. Cut like
+/// any long line (whole arguments, ` …`, counts as protected until read whole
+/// as a tree member), and read again at the next full read.
+pub const CMDLINE_SHORT: usize = 256;
 
 /// The most of a cut command line read again, whole, to settle `protect`
 /// for a tree member (see [`ProcFs::whole_cmdline`]); beyond it the member
@@ -168,6 +185,19 @@ impl ProcFs {
     }
 
     pub(super) fn read_process(&self, pid: Pid, buf: &mut Vec<u8>, checked_tick: u64) -> Option<Process> {
+        self.read_process_kept(pid, buf, checked_tick, CMDLINE_KEEP)
+    }
+
+    /// [`ProcFs::read_process`] keeping at most `keep` bytes of its command
+    /// line ([`CMDLINE_KEEP`], or [`CMDLINE_SHORT`] once a read has kept
+    /// [`CMDLINES_TOTAL`]).
+    pub(super) fn read_process_kept(
+        &self,
+        pid: Pid,
+        buf: &mut Vec<u8>,
+        checked_tick: u64,
+        keep: usize,
+    ) -> Option<Process> {
         let dir = self.open_pid_dir(pid)?;
         read_at(&dir, "stat", buf).ok()?;
         let stat = parse::parse_stat(buf).ok()?;
@@ -177,11 +207,11 @@ impl ProcFs {
         let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
             Arc::default()
         } else {
-            match read_at_most(&dir, "cmdline", buf, CMDLINE_KEEP + 1) {
+            match read_at_most(&dir, "cmdline", buf, keep + 1) {
                 Ok(()) => {
                     let mut spans = Vec::new();
-                    let cut = buf.len() > CMDLINE_KEEP;
-                    let text = parse::join_argv_kept(buf, CMDLINE_KEEP, &mut spans);
+                    let cut = buf.len() > keep;
+                    let text = parse::join_argv_kept(buf, keep, &mut spans);
                     program = Program::from_argv(&text, &spans);
                     if cut {
                         program.set_cut();
