@@ -121,7 +121,7 @@ pub fn sources(config: &Option<PathBuf>) -> Sources {
 pub(crate) fn load_config(sources: &Sources, prog: &str) -> Result<Config, ExitCode> {
     let cfg = Config::load(sources).map_err(|errs| {
         for e in &errs.0 {
-            eprintln!("{prog}: {e}");
+            crate::say_err!("{prog}: {e}");
         }
         ExitCode::from(exit::CONFIG)
     })?;
@@ -133,7 +133,7 @@ pub(crate) fn load_config(sources: &Sources, prog: &str) -> Result<Config, ExitC
 pub(crate) fn read_grace(cfg: &Config) -> GraceBook {
     let (book, warning) = crate::state::load(&crate::paths::state_file(cfg.state_file.as_deref()));
     if let Some(w) = warning {
-        eprintln!("reaperctl: warning: {w}");
+        crate::say_err!("reaperctl: warning: {w}");
     }
     book
 }
@@ -164,14 +164,14 @@ pub fn main() -> ExitCode {
 fn validate(cli: &Cli) -> ExitCode {
     match Config::load(&sources(&cli.config)) {
         Ok(cfg) => {
-            println!("ok ({})", cfg.sources.join(", "));
+            crate::say!("ok ({})", cfg.sources.join(", "));
             ExitCode::from(exit::OK)
         }
         Err(errs) => {
             for e in &errs.0 {
-                println!("{e}");
+                crate::say!("{e}");
             }
-            println!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
+            crate::say!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
             ExitCode::from(exit::INVALID)
         }
     }
@@ -183,14 +183,14 @@ fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Asse
     let grace = read_grace(&cfg);
     let procfs = ProcFs::new(&args.proc_root);
     if let Some(note) = procfs.hidden_notice() {
-        eprintln!("reaperctl: note: {note}");
+        crate::say_err!("reaperctl: note: {note}");
     }
     // The pressure the daemon would weigh (nothing when it cannot be read).
     let pressure = cfg.pressure.file().and_then(|f| crate::scan::pressure::read(&f).ok());
     match cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now(), pressure) {
         Ok(a) => Ok((cfg, procfs, a)),
         Err(e) => {
-            eprintln!("reaperctl: {e}");
+            crate::say_err!("reaperctl: {e}");
             Err(ExitCode::from(exit::assess(&e)))
         }
     }
@@ -206,10 +206,18 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     let mut r = report::json::build_with(&a, containers);
     r.hosts = Some(crate::hostcfg::report());
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
+        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
     } else {
         let users = report::human::user_names();
-        print!("{}", report::human::render_report(&a, &r, &users, report::human::terminal_width()));
+        print!(
+            "{}",
+            crate::names::printable_lines(&report::human::render_report(
+                &a,
+                &r,
+                &users,
+                report::human::terminal_width()
+            ))
+        );
     }
     ExitCode::from(exit::OK)
 }
@@ -232,14 +240,14 @@ pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) 
         && shared.exists()
         && let Err(e) = crate::paths::check_private_dir(&shared)
     {
-        eprintln!("reaperctl: {e}");
+        crate::say_err!("reaperctl: {e}");
         return Err(ExitCode::from(exit::UNAVAILABLE));
     }
     let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("reaperctl: the daemon is not running (cannot connect to {}: {e})", path.display());
-            eprintln!("hint: `reaperctl scan` audits the machine without the daemon");
+            crate::say_err!("reaperctl: the daemon is not running (cannot connect to {}: {e})", path.display());
+            crate::say_err!("hint: `reaperctl scan` audits the machine without the daemon");
             return Err(ExitCode::from(exit::UNAVAILABLE));
         }
     };
@@ -248,11 +256,11 @@ pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) 
     match proto::call(&mut stream, &proto::Request { v: proto::VERSION, cmd }) {
         Ok(r) if r.ok || r.reload.is_some() => Ok(r),
         Ok(r) => {
-            eprintln!("reaperctl: {}", r.error.as_deref().unwrap_or("request failed"));
+            crate::say_err!("reaperctl: {}", r.error.as_deref().unwrap_or("request failed"));
             Err(ExitCode::from(r.kind.unwrap_or(proto::ErrorKind::Unknown).exit_code()))
         }
         Err(e) => {
-            eprintln!("reaperctl: talking to the daemon at {}: {e}", path.display());
+            crate::say_err!("reaperctl: talking to the daemon at {}: {e}", path.display());
             Err(ExitCode::from(exit::UNAVAILABLE))
         }
     }
@@ -266,13 +274,13 @@ fn status(cli: &Cli, json: bool) -> ExitCode {
         Err(code) => return code,
     };
     let Some(s) = reply.status else {
-        eprintln!("reaperctl: the daemon sent no status");
+        crate::say_err!("reaperctl: the daemon sent no status");
         return ExitCode::from(exit::SOFTWARE);
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&s).expect("status serializes"));
+        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&s).expect("status serializes")));
     } else {
-        print!("{}", report::status_text::render(&s));
+        print!("{}", crate::names::printable_lines(&report::status_text::render(&s)));
     }
     ExitCode::from(exit::OK)
 }
@@ -282,7 +290,7 @@ fn reload(cli: &Cli) -> ExitCode {
         Ok(r) => {
             let res = r.reload.unwrap_or_default();
             if res.ok {
-                println!(
+                crate::say!(
                     "reloaded{}",
                     if res.messages.is_empty() {
                         ": no changes".into()
@@ -293,9 +301,9 @@ fn reload(cli: &Cli) -> ExitCode {
                 ExitCode::from(exit::OK)
             } else {
                 for m in &res.messages {
-                    println!("{m}");
+                    crate::say!("{m}");
                 }
-                println!("reload failed; the daemon keeps its previous config");
+                crate::say!("reload failed; the daemon keeps its previous config");
                 ExitCode::from(exit::CONFIG)
             }
         }
@@ -309,12 +317,15 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
         Ok(r) => {
             let res = r.reap.unwrap_or_default();
             if json {
-                println!("{}", serde_json::to_string_pretty(&res).expect("result serializes"));
+                println!(
+                    "{}",
+                    crate::names::printable_json(&serde_json::to_string_pretty(&res).expect("result serializes"))
+                );
             } else if res.events.is_empty() {
-                println!("nothing to reap");
+                crate::say!("nothing to reap");
             } else {
                 for e in &res.events {
-                    println!("{}", e.line);
+                    crate::say!("{}", e.line);
                 }
             }
             ExitCode::from(exit::OK)
@@ -326,7 +337,7 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
 fn metrics(cli: &Cli) -> ExitCode {
     match ask(cli, proto::Command::Metrics, SHORT) {
         Ok(r) => {
-            print!("{}", r.metrics.unwrap_or_default());
+            print!("{}", crate::names::printable_lines(&r.metrics.unwrap_or_default()));
             ExitCode::from(exit::OK)
         }
         Err(code) => code,

@@ -122,7 +122,7 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(errs) => {
             for e in &errs.0 {
-                eprintln!("mcp-reaperd: {e}");
+                crate::say_err!("mcp-reaperd: {e}");
             }
             return ExitCode::from(exit::CONFIG);
         }
@@ -201,7 +201,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
             memory_pressure: pressure.status(),
             stale_cgroups_removed: swept.removed.iter().map(|d| d.display().to_string()).collect(),
         };
-        println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
+        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&j).expect("outcomes serialize")));
     }
     match done.saved {
         Some(Err(e))

@@ -81,12 +81,25 @@ pub struct Program {
     /// `docker|podman run -i` without `-t`: the container's stdin is the
     /// client's pipe.
     stdin_open: bool,
+    /// The command line was longer than a scan keeps (`scan::CMDLINE_KEEP`):
+    /// its last arguments are unknown.
+    cut: bool,
 }
 
 /// Recursion cap for runners inside shells inside runners.
 const DEPTH: u8 = 4;
 
 impl Program {
+    /// Marks the command line it was read from as cut short.
+    pub fn set_cut(&mut self) {
+        self.cut = true;
+    }
+
+    /// Whether the command line was cut short: what is missing is unknown.
+    pub fn is_cut(&self) -> bool {
+        self.cut
+    }
+
     /// The program of a command line given as words (argv elements, or
     /// whitespace-separated words of a rewritten title) with their spans.
     pub fn identify(text: &str, words: &[Span]) -> Program {
@@ -176,7 +189,7 @@ fn args_after(words: &[Span], i: usize, text: &str) -> u32 {
 }
 
 pub(super) fn make(text: &str, words: &[Span], i: usize, name: Span, via: Via) -> Program {
-    Program { name, args: args_after(words, i, text), via, stdin_open: false }
+    Program { name, args: args_after(words, i, text), via, stdin_open: false, cut: false }
 }
 
 /// The program whose first word is `words[i]`.
