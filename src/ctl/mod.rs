@@ -1,6 +1,7 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
 pub mod desktop;
+mod grace;
 mod hosts;
 pub mod proto;
 pub mod run;
@@ -16,7 +17,6 @@ use crate::config::{Config, Sources};
 use crate::cycle;
 use crate::exit;
 use crate::ids::Pid;
-use crate::policy::GraceBook;
 use crate::report;
 use crate::scan::ProcFs;
 
@@ -129,15 +129,6 @@ pub(crate) fn load_config(sources: &Sources, prog: &str) -> Result<Config, ExitC
     Ok(cfg)
 }
 
-/// Grace state as the daemon last wrote it, read-only. Absent or broken: empty.
-pub(crate) fn read_grace(cfg: &Config) -> GraceBook {
-    let (book, warning) = crate::state::load(&crate::paths::state_file(cfg.state_file.as_deref()));
-    if let Some(w) = warning {
-        eprintln!("reaperctl: warning: {w}");
-    }
-    book
-}
-
 pub fn main() -> ExitCode {
     // `reaperctl desktop-notify`, the daemon's messenger, is parsed apart:
     // no user runs it, so it is in no help, man page or completion (clap's
@@ -180,7 +171,10 @@ fn validate(cli: &Cli) -> ExitCode {
 /// The config and a judgement of the machine now, or the exit code.
 fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Assessment), ExitCode> {
     let cfg = load_config(&sources(&cli.config), "reaperctl")?;
-    let grace = read_grace(&cfg);
+    let (grace, notes) = grace::for_scan(cli, &cfg, &args.proc_root);
+    for n in notes {
+        eprintln!("reaperctl: {n}");
+    }
     let procfs = ProcFs::new(&args.proc_root);
     if let Some(note) = procfs.hidden_notice() {
         eprintln!("reaperctl: note: {note}");
@@ -214,24 +208,37 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     ExitCode::from(exit::OK)
 }
 
+/// The daemon's socket: `--socket`, else the config's, else the user's own,
+/// else the system daemon's (a user without a user daemon may still ask it).
+pub(crate) fn socket_path(cli: &Cli, cfg: Option<&Config>) -> PathBuf {
+    if let Some(p) = &cli.socket {
+        return p.clone();
+    }
+    let configured = cfg.and_then(|c| c.socket.as_deref());
+    let own = crate::paths::socket(configured);
+    let system = PathBuf::from(crate::paths::SYSTEM_SOCKET);
+    if !own.exists() && configured.is_none() && system.exists() { system } else { own }
+}
+
+/// A daemon answering in a shared fallback directory someone else owns
+/// could be anyone's: ask nothing of it.
+pub(crate) fn trusted_socket(path: &std::path::Path) -> Result<(), String> {
+    let shared = crate::paths::shared_runtime_dir();
+    if path.starts_with(&shared) && shared.exists() {
+        crate::paths::check_private_dir(&shared).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// Sends one request to the daemon; prints why it failed and returns the exit code.
 pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
-    let path = if let Some(p) = &cli.socket {
-        p.clone()
+    let cfg = if cli.socket.is_some() {
+        None
     } else {
-        let cfg = Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
-        let own = crate::paths::socket(cfg.socket.as_deref());
-        // A user without a user daemon may still ask the system daemon.
-        let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
-        if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }
+        Some(Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded()))
     };
-    // A daemon answering in a shared fallback directory someone else owns
-    // could be anyone's: ask nothing of it.
-    let shared = crate::paths::shared_runtime_dir();
-    if path.starts_with(&shared)
-        && shared.exists()
-        && let Err(e) = crate::paths::check_private_dir(&shared)
-    {
+    let path = socket_path(cli, cfg.as_ref());
+    if let Err(e) = trusted_socket(&path) {
         eprintln!("reaperctl: {e}");
         return Err(ExitCode::from(exit::UNAVAILABLE));
     }

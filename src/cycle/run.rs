@@ -43,12 +43,13 @@ pub struct Cycle<'a> {
 }
 
 /// What one cycle hands to the next: the grace clocks, and the last verdict
-/// per tree root (a kept tree is explained when its verdict changes, so a
-/// first cycle explains every kept tree).
+/// and reap decision per tree root. A tree is logged when either changes (a
+/// first cycle explains every tree): a dry run that finds the same orphan
+/// due at every tick says "would reap" once, not at every tick.
 #[derive(Clone, Debug, Default)]
 pub struct Memory {
     pub book: GraceBook,
-    pub known: HashMap<Identity, Verdict>,
+    pub known: HashMap<Identity, (Verdict, bool)>,
 }
 
 /// What one cycle did.
@@ -105,14 +106,19 @@ impl Cycle<'_> {
             Ok(x) => x,
             Err(e) => return Done { judged: Err(e), outcomes: Vec::new(), saved },
         };
-        memory.known = explain_kept(&a, &memory.known);
+        let before = std::mem::take(&mut memory.known);
+        memory.known = explain_kept(&a, &before);
         let planned = orders.len();
         let outcomes = reap::terminate_with(self.procfs, orders, &self.settings(), Some(&a.snapshot));
-        for o in &outcomes {
+        // A real reap is an act, logged each time; a dry run's plan for a
+        // tree already said to be due, with the same verdict, is a repeat.
+        let mut told = 0;
+        for o in outcomes.iter().filter(|o| !(o.dry_run && before.get(&o.root) == Some(&(o.verdict, true)))) {
             report::log::outcome(o);
+            told += 1;
         }
         let summary = CycleSummary::new(&a, &outcomes);
-        if self.kind == Kind::Once || !outcomes.is_empty() {
+        if self.kind == Kind::Once || told > 0 {
             tracing::info!(
                 reaper_action = "cycle",
                 reaper_reclaimed_bytes = summary.reclaimed_bytes,
@@ -133,16 +139,16 @@ impl Cycle<'_> {
     }
 }
 
-/// Logs every kept tree whose verdict is not the one `known` has for its
-/// root; returns the verdicts now known. A live tree is the normal state of
-/// things (a busy machine starts many): debug. What is kept for another
-/// reason, or waits, is worth a line at info.
-fn explain_kept(a: &Assessment, known: &HashMap<Identity, Verdict>) -> HashMap<Identity, Verdict> {
+/// Logs every kept tree whose verdict or decision is not the one `known`
+/// has for its root; returns the verdicts and decisions now known. A live
+/// tree is the normal state of things (a busy machine starts many): debug.
+/// What is kept for another reason, or waits, is worth a line at info.
+fn explain_kept(a: &Assessment, known: &HashMap<Identity, (Verdict, bool)>) -> HashMap<Identity, (Verdict, bool)> {
     let mut seen = HashMap::new();
     for j in &a.judgements {
         let root = &a.snapshot.procs[j.root];
-        seen.insert(root.id, j.verdict);
-        if known.get(&root.id) != Some(&j.verdict) && !j.reap {
+        seen.insert(root.id, (j.verdict, j.reap));
+        if known.get(&root.id) != Some(&(j.verdict, j.reap)) && !j.reap {
             keep_line(j, root);
         }
     }

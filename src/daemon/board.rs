@@ -8,7 +8,7 @@ use super::Args;
 use crate::config::{Config, Mode, Sources};
 use crate::ctl::proto::{ReapEvent, ReloadResult, ScanStats, Status, Totals, TreeStatus};
 use crate::cycle::Assessment;
-use crate::policy::Verdict;
+use crate::policy::{GraceBook, Verdict};
 use crate::reap::Outcome;
 use crate::report;
 use crate::report::status::PressureStatus;
@@ -47,6 +47,10 @@ pub struct Shared {
     pub pressure: PressureStatus,
     /// The last scan's duplicate servers, with the uid of their host.
     pub duplicates: Vec<(report::status::DuplicateServers, Option<u32>)>,
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    u64::try_from(t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(u64::MAX)
 }
 
 pub fn unix_now() -> u64 {
@@ -113,7 +117,8 @@ impl Shared {
 
     /// Puts one cycle's judgement and outcomes on the board; returns the
     /// outcomes as events (what `reaperctl reap-now` is answered).
-    pub fn record(&mut self, a: &Assessment, outcomes: &[Outcome], dry_run: bool) -> Vec<ReapEvent> {
+    /// `book` holds when each candidate was first seen.
+    pub fn record(&mut self, a: &Assessment, outcomes: &[Outcome], dry_run: bool, book: &GraceBook) -> Vec<ReapEvent> {
         let snap = &a.snapshot;
         self.scans.count += 1;
         self.scans.last_duration_ms = a.scan_duration.as_secs_f64() * 1000.0;
@@ -124,7 +129,10 @@ impl Shared {
             .judgements
             .iter()
             .map(|j| TreeView {
-                status: TreeStatus::new(snap, j),
+                status: TreeStatus {
+                    first_seen_unix_ms: book.get(j.root_id(snap)).map(unix_ms),
+                    ..TreeStatus::new(snap, j)
+                },
                 uids: j.members.iter().filter_map(|&(m, _)| snap.procs[m].uid().map(|u| u.0)).collect(),
             })
             .collect();
@@ -151,8 +159,7 @@ impl Shared {
                     self.totals.container_bytes += c.memory_bytes.unwrap_or(0);
                 }
             }
-            self.recent.push_front(ev.clone());
-            self.recent.truncate(RECENT);
+            self.remember(ev.clone());
             events.push(ev);
         }
         if !dry_run {
@@ -161,5 +168,18 @@ impl Shared {
             self.trees.retain(|t| !gone.contains(&t.status.root));
         }
         events
+    }
+
+    /// Puts an event first in the recent list; the same plan or act on the
+    /// same tree again replaces its entry, counted in `repeats`.
+    fn remember(&mut self, mut ev: ReapEvent) {
+        if let Some(i) = self.recent.iter().position(|e| e.repeats(&ev))
+            && let Some(old) = self.recent.remove(i)
+        {
+            ev.repeats = old.repeats + 1;
+            ev.first_at_unix = old.first_at_unix.min(ev.at_unix);
+        }
+        self.recent.push_front(ev);
+        self.recent.truncate(RECENT);
     }
 }

@@ -378,7 +378,7 @@ impl Daemon {
                 return Vec::new();
             }
         };
-        let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run);
+        let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run, &self.memory.book);
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
         self.shared.borrow_mut().session_ends = self.endings.status();

@@ -57,6 +57,14 @@ pub struct ReapEvent {
     /// The containers of the tree's run clients.
     #[serde(default)]
     pub containers: Vec<crate::reap::ContainerOutcome>,
+    /// How many more times the same plan or act on the same tree (same
+    /// root identity, verdict and mode) came since the first: a dry run
+    /// finds a due tree at every tick, and the list keeps one entry for it.
+    #[serde(default)]
+    pub repeats: u64,
+    /// When the first of them came (unix seconds; `at_unix` is the last).
+    #[serde(default)]
+    pub first_at_unix: u64,
 }
 
 impl ReapEvent {
@@ -82,7 +90,15 @@ impl ReapEvent {
             reclaimed_bytes: o.reclaimed.total(),
             line: o.line(),
             containers: o.containers.clone(),
+            repeats: 0,
+            first_at_unix: at_unix,
         }
+    }
+
+    /// Whether `other` is this same plan or act again.
+    pub fn repeats(&self, other: &ReapEvent) -> bool {
+        (self.root_pid, self.root_start_time, self.verdict, self.dry_run)
+            == (other.root_pid, other.root_start_time, other.verdict, other.dry_run)
     }
 }
 
@@ -137,6 +153,11 @@ pub struct TreeStatus {
     pub member_count: usize,
     pub memory_bytes: u64,
     pub grace_left_secs: Option<f64>,
+    /// When the daemon first saw the tree as a candidate (unix ms), the
+    /// start of its grace: what `reaperctl scan` asks for when it cannot
+    /// read the daemon's state file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen_unix_ms: Option<u64>,
 }
 
 impl TreeStatus {
@@ -154,6 +175,7 @@ impl TreeStatus {
             member_count: j.members.len(),
             memory_bytes: super::json::tree_memory(snap, j),
             grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
+            first_seen_unix_ms: None,
         }
     }
 }

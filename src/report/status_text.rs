@@ -74,12 +74,7 @@ pub fn render(s: &Status) -> String {
     if t.containers_stopped > 0 {
         let _ = writeln!(o, "          {} container(s) stopped, {}", t.containers_stopped, bytes(t.container_bytes));
     }
-    if !s.recent.is_empty() {
-        let _ = writeln!(o, "recent:");
-        for e in s.recent.iter().take(10) {
-            let _ = writeln!(o, "  {}", e.line);
-        }
-    }
+    recent(&mut o, s);
     if !s.run_sessions.is_empty() {
         let _ = writeln!(o, "run sessions:");
         for r in &s.run_sessions {
@@ -109,6 +104,25 @@ pub fn render(s: &Status) -> String {
         let _ = writeln!(o, "(showing only trees of uid {uid})");
     }
     o
+}
+
+/// The last reaps (and plans), a repeated one once with its count.
+fn recent(o: &mut String, s: &Status) {
+    if s.recent.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "recent:");
+    for e in s.recent.iter().take(10) {
+        let again = if e.repeats == 0 {
+            String::new()
+        } else {
+            let over = e.at_unix.saturating_sub(e.first_at_unix);
+            #[allow(clippy::cast_precision_loss)] // seconds: far below 2^52
+            let over = age(over as f64);
+            format!(" [{} times over {over}]", e.repeats + 1)
+        };
+        let _ = writeln!(o, "  {}{again}", e.line);
+    }
 }
 
 /// "memory some avg10=23.4% avg60=5.0% avg300=1.2% (threshold 10%: grace skipped; PSI trigger)".
