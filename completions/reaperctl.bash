@@ -19,6 +19,9 @@ _reaperctl() {
             reaperctl,help)
                 cmd="reaperctl__subcmd__help"
                 ;;
+            reaperctl,history)
+                cmd="reaperctl__subcmd__history"
+                ;;
             reaperctl,hosts)
                 cmd="reaperctl__subcmd__hosts"
                 ;;
@@ -48,6 +51,9 @@ _reaperctl() {
                 ;;
             reaperctl__subcmd__help,help)
                 cmd="reaperctl__subcmd__help__subcmd__help"
+                ;;
+            reaperctl__subcmd__help,history)
+                cmd="reaperctl__subcmd__help__subcmd__history"
                 ;;
             reaperctl__subcmd__help,hosts)
                 cmd="reaperctl__subcmd__help__subcmd__hosts"
@@ -83,7 +89,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics run session-end help"
+            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -105,7 +111,7 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__help)
-            opts="scan hosts validate status reload reap-now metrics run session-end help"
+            opts="scan hosts validate status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -119,6 +125,20 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -251,6 +271,32 @@ _reaperctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__history)
+            opts="-h --since --json --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -22,6 +22,7 @@ pub mod cycle;
 pub mod daemon;
 pub mod engine;
 pub mod exit;
+pub(crate) mod history;
 pub mod hostcfg;
 pub mod ids;
 pub(crate) mod names;

@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{Daemon, Launch, Sandbox, Spec, TempDir, s, scan_json, text, tree_rooted_at, wait_until};
@@ -126,4 +127,94 @@ fn a_scan_takes_the_grace_the_daemon_tracks_or_says_why_it_cannot() {
     let err = text(&out.stderr);
     assert!(err.contains("grace times start now") && err.contains("did not answer"), "{err}");
     assert!(err.contains(&broken.display().to_string()) && err.contains(&mute_socket.display().to_string()), "{err}");
+}
+
+// ------------------------------------------------------------------ history
+
+fn history(cfg: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec![s("history"), s("--json"), s("--config"), s(cfg.display())];
+    args.extend(extra.iter().map(s));
+    let out = common::reaperctl(&args);
+    assert!(out.status.success(), "reaperctl {args:?}: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("history JSON ({e}): {}", text(&out.stdout)))
+}
+
+fn roots(h: &Value) -> Vec<i64> {
+    h["entries"].as_array().unwrap().iter().map(|e| e["root_pid"].as_i64().unwrap()).collect()
+}
+
+#[test]
+fn what_once_and_the_daemon_reap_is_in_the_history_and_outlives_a_restart() {
+    // 1. `--once` reaps an orphan: the ledger has it, with its programs.
+    let first = playwright_sandbox();
+    let (host, npm_1) = (first.pid_of("claude"), first.pid_of("npm exec"));
+    first.kill_host(host);
+    let cfg = first.dir().config(0, "");
+    let once = common::once_json(first.scope_pid(), &cfg);
+    assert_eq!(once["outcomes"].as_array().map(Vec::len), Some(1), "{once:#}");
+    let h = history(&cfg, &[]);
+    assert_eq!(roots(&h), [i64::from(npm_1)], "{h:#}");
+    let e = &h["entries"][0];
+    assert_eq!(e["verdict"], "orphan", "{e:#}");
+    assert_eq!(e["reaped"], true, "{e:#}");
+    assert_eq!(e["processes"], 2, "{e:#}");
+    assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "{e:#}");
+    assert_eq!(e["programs"].as_array().map(Vec::len), Some(2), "npm's and node's: {e:#}");
+    assert_eq!(h["lifetime"]["totals"]["trees_reaped"], 1, "{h:#}");
+    let state_dir = first.dir().path().to_path_buf();
+
+    // 2. A daemon on the same state directory reaps another: both are there,
+    // and the status counts both in its lifetime.
+    let second = playwright_sandbox();
+    let (host, npm_2) = (second.pid_of("claude"), second.pid_of("npm exec"));
+    let (socket, state, log) = (state_dir.join("control.sock"), state_dir.join("state.json"), state_dir.join("d.log"));
+    let launch = Launch::default;
+    let d = Daemon::start(second.scope_pid(), &cfg, &socket, &state, &log, &launch());
+    second.kill_host(host);
+    let st = d.status_until(Duration::from_secs(20), "the second orphan is reaped", |st| {
+        st["totals"]["trees_reaped"].as_u64() == Some(1)
+    });
+    assert_eq!(st["lifetime"]["totals"]["trees_reaped"], 2, "{st:#}");
+    let shown = text(&d.ctl(&["status"]).stdout);
+    assert!(shown.contains("lifetime: 2 tree(s)"), "{shown}");
+    let asked = history(&cfg, &["--socket", &s(socket.display())]);
+    assert_eq!(roots(&asked), [i64::from(npm_1), i64::from(npm_2)], "the daemon's answer: {asked:#}");
+
+    // 3. Restarted, it starts its session's totals at zero and its lifetime's where they were.
+    drop(d);
+    let d = Daemon::start(second.scope_pid(), &cfg, &socket, &state, &log, &launch());
+    let st = d.status();
+    assert_eq!(st["totals"]["trees_reaped"], 0, "{st:#}");
+    assert_eq!(st["lifetime"]["totals"]["trees_reaped"], 2, "{st:#}");
+    assert!(st["lifetime"]["since_unix"].as_u64().unwrap() <= h["entries"][0]["at_unix"].as_u64().unwrap());
+
+    // A user asks the daemon: the lifetime counts, root's trees are not shown.
+    let setpriv = common::find_tool("setpriv");
+    if common::is_root()
+        && let Some(setpriv) = setpriv
+        && common::world_executable(Path::new(env!("CARGO_BIN_EXE_reaperctl")))
+    {
+        let out = std::process::Command::new(setpriv)
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", env!("CARGO_BIN_EXE_reaperctl")])
+            .args(["history", "--json", "--config", "-", "--socket"])
+            .arg(&socket)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let theirs: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(theirs["filtered_for_uid"], 65534, "{theirs:#}");
+        assert_eq!(roots(&theirs), Vec::<i64>::new(), "root's trees are not a user's to see: {theirs:#}");
+        assert_eq!(theirs["lifetime"]["totals"]["trees_reaped"], 2, "{theirs:#}");
+    } else {
+        common::skip("history as a user", "needs root, setpriv and a reaperctl others can run");
+    }
+
+    // 4. The human view, and a window that leaves them out.
+    let out = common::reaperctl(["history", "--config", &s(cfg.display()), "--since", "1h"]);
+    let words = text(&out.stdout);
+    assert!(words.contains(&format!("reaped orphan root={npm_1} ")), "{words}");
+    assert!(words.contains(&format!("reaped orphan root={npm_2} ")), "{words}");
+    assert!(words.contains("in the last 1h: 2 tree(s), 4 process(es)"), "{words}");
+    let bad = common::reaperctl(["history", "--config", &s(cfg.display()), "--since", "3y"]);
+    assert!(!bad.status.success() && text(&bad.stderr).contains("unknown unit"), "{}", text(&bad.stderr));
 }

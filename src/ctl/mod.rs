@@ -2,6 +2,7 @@
 
 pub mod desktop;
 mod grace;
+mod history;
 mod hosts;
 pub mod proto;
 pub mod run;
@@ -27,7 +28,8 @@ use crate::scan::ProcFs;
     about = "Inspect and control mcp-reaper",
     long_about = "Inspect and control mcp-reaper.\n\n\
         `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
-        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket. `run` starts a host \
+        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket; `history` lists what was reaped, from the \
+        ledger beside the state file or from the daemon. `run` starts a host \
         in a session of its own and ends what it leaves behind; `session-end`, from a host's session-end \
         hook, has the daemon reap the host's trees the moment it exits.",
     after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running (or is stopping), \
@@ -82,6 +84,9 @@ pub enum Command {
     },
     /// Print the daemon's counters in Prometheus text format.
     Metrics,
+    /// What was reaped, when, and what it returned: the ledger beside the
+    /// state file, with the totals since it began.
+    History(history::HistoryArgs),
     /// Run a host in a session nothing it starts can leave; end what it
     /// leaves behind when it exits. E.g. `alias claude='reaperctl run -- claude'`.
     Run(run::RunArgs),
@@ -147,6 +152,7 @@ pub fn main() -> ExitCode {
         Command::Reload => reload(&cli),
         Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),
         Command::Metrics => metrics(&cli),
+        Command::History(args) => history::run(&cli, args),
         Command::Run(args) => run::run(&cli.config, args),
         Command::SessionEnd(args) => session_end::run(&cli, args),
     }

@@ -30,6 +30,13 @@ pub enum Command {
         dry_run: bool,
     },
     Metrics,
+    /// The ledger of what was reaped (`reaperctl history`), a user's own
+    /// trees only unless root or the daemon's user asks.
+    History {
+        /// Entries at or after this time (unix seconds); all when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since_unix: Option<u64>,
+    },
     /// A host is ending its session on purpose (`reaperctl session-end`,
     /// from the host's hook): reap its trees as soon as it exits, without
     /// grace. Only a descendant of the host may ask.
@@ -74,6 +81,8 @@ pub struct Reply {
     pub metrics: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_end: Option<SessionEndResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::history::View>,
 }
 
 /// Why a request failed, on the wire as `"kind": "busy"` and so on.
@@ -179,6 +188,12 @@ mod tests {
         assert_eq!(decode::<Request>(&bytes[4..]).unwrap(), r);
         assert_eq!(decode::<Request>(br#"{"v":1,"cmd":"status"}"#).unwrap().cmd, Command::Status);
         assert!(decode::<Request>(br#"{"v":1,"cmd":"rm -rf"}"#).is_err());
+        let h = Request { v: 1, cmd: Command::History { since_unix: Some(5) } };
+        assert_eq!(&encode(&h)[4..], br#"{"v":1,"cmd":"history","since_unix":5}"#);
+        assert_eq!(
+            decode::<Request>(br#"{"v":1,"cmd":"history"}"#).unwrap().cmd,
+            Command::History { since_unix: None }
+        );
         assert!(matches!(frame_len(u32::MAX.to_be_bytes(), MAX_REQUEST), Err(FrameError::TooLarge(_))));
     }
 

@@ -13,7 +13,7 @@ use crate::policy::{GraceBook, Judgement, Verdict};
 use crate::reap::{self, Outcome};
 use crate::report;
 use crate::scan::{self, ProcFs, Process};
-use crate::state;
+use crate::{history, state};
 
 /// Who runs the cycle; the two differ only in when the state file is written
 /// and in how much a quiet cycle says.
@@ -60,6 +60,9 @@ pub struct Done {
     pub outcomes: Vec<Outcome>,
     /// The state file's write, when there was one.
     pub saved: Option<std::io::Result<()>>,
+    /// The history's write after a cycle that acted: the lifetime totals
+    /// now, and a warning when a corrupt ledger was moved aside.
+    pub recorded: Option<std::io::Result<(history::Lifetime, Option<String>)>>,
 }
 
 /// The first half of a cycle: what to do, and the state file saved.
@@ -104,7 +107,7 @@ impl Cycle<'_> {
         let Planned { judged, saved, started } = planned;
         let (a, orders) = match judged {
             Ok(x) => x,
-            Err(e) => return Done { judged: Err(e), outcomes: Vec::new(), saved },
+            Err(e) => return Done { judged: Err(e), outcomes: Vec::new(), saved, recorded: None },
         };
         let before = std::mem::take(&mut memory.known);
         memory.known = explain_kept(&a, &before);
@@ -127,7 +130,12 @@ impl Cycle<'_> {
                 summary.line(self.dry_run, planned)
             );
         }
-        Done { judged: Ok((a, summary)), outcomes, saved }
+        // What was done goes in the ledger; what was only planned does not.
+        let recorded = (!self.dry_run && !outcomes.is_empty()).then(|| {
+            let at = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+            history::append(&history::beside(self.state_file), history::entries(&a, &outcomes, at))
+        });
+        Done { judged: Ok((a, summary)), outcomes, saved, recorded }
     }
 
     fn settings(&self) -> reap::Settings {

@@ -37,6 +37,8 @@ pub struct Shared {
     pub scans: ScanStats,
     pub trees: Vec<TreeView>,
     pub totals: Totals,
+    /// The history's totals (every reap since the ledger began).
+    pub lifetime: Option<crate::history::Lifetime>,
     pub recent: VecDeque<ReapEvent>,
     pub self_uid: u32,
     /// `reaperctl run` sessions the last scan saw.
@@ -87,6 +89,7 @@ impl Shared {
             by_verdict,
             trees,
             totals: self.totals.clone(),
+            lifetime: self.lifetime.clone(),
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             filtered_for_uid: (!all).then_some(uid),
             run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
@@ -149,15 +152,7 @@ impl Shared {
             let uid = snap.get(o.root.pid).filter(|p| p.id == o.root).and_then(Process::uid).map(|u| u.0);
             let ev = ReapEvent::new(o, dry_run, uid, unix_now());
             if !dry_run {
-                self.totals.trees_reaped += u64::from(o.reaped());
-                self.totals.processes_reaped += o.gone as u64;
-                self.totals.reclaimed_bytes += o.reclaimed.total();
-                self.totals.escalations += u64::from(o.escalated);
-                self.totals.failures += u64::from(!o.success());
-                for c in o.containers.iter().filter(|c| c.stopped()) {
-                    self.totals.containers_stopped += 1;
-                    self.totals.container_bytes += c.memory_bytes.unwrap_or(0);
-                }
+                self.totals.add(&crate::history::Entry::new(o, Vec::new(), uid, ev.at_unix));
             }
             self.remember(ev.clone());
             events.push(ev);

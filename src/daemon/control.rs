@@ -238,6 +238,26 @@ async fn handle(
         Command::Metrics => {
             Reply { metrics: Some(crate::report::metrics::render(&shared.borrow().status(0))), ..Reply::ok() }
         }
+        Command::History { since_unix } => {
+            let state = shared.borrow().args.state_file.clone().unwrap_or_default();
+            let path = crate::history::beside(&state);
+            let uid = (!privileged).then_some(uid);
+            // Read off the loop: a ledger is a few MiB at most.
+            let read = tokio::task::spawn_blocking({
+                let path = path.clone();
+                move || crate::history::load(&path)
+            })
+            .await;
+            let view = match read {
+                Ok(Ok(ledger)) => crate::history::View::new(&path, ledger.as_ref(), since_unix, uid),
+                Ok(Err(e)) => crate::history::View {
+                    note: Some(format!("cannot read {}: {e}", path.display())),
+                    ..crate::history::View::new(&path, None, since_unix, uid)
+                },
+                Err(e) => return Reply::error(ErrorKind::Unknown, format!("reading the history failed: {e}")),
+            };
+            Reply { history: Some(view), ..Reply::ok() }
+        }
         Command::Reload | Command::ReapNow { .. } if !privileged => {
             tracing::warn!(
                 reaper_action = "error",

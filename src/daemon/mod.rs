@@ -169,6 +169,14 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
     }
     let done = cycle.act(&mut memory, planned);
+    match &done.recorded {
+        Some(Err(e)) => {
+            let path = crate::history::beside(&state_path);
+            tracing::warn!(reaper_action = "error", "cannot write the history {}: {e}", path.display());
+        }
+        Some(Ok((_, Some(w)))) => tracing::warn!(reaper_action = "error", "{w}"),
+        _ => {}
+    }
     let (assessment, summary) = match done.judged {
         Ok(x) => x,
         Err(e) => {

@@ -87,6 +87,7 @@ pub(super) struct Daemon {
     /// Failing writes are reported once, not every cycle.
     pub(super) state_writes: report::log::Repeated,
     pub(super) metrics_writes: report::log::Repeated,
+    pub(super) history_writes: report::log::Repeated,
 }
 
 impl Daemon {
@@ -364,6 +365,16 @@ impl Daemon {
         };
         if let Some(saved) = done.saved {
             self.state_writes.record(&self.state_path, saved);
+        }
+        if let Some(recorded) = done.recorded {
+            let path = crate::history::beside(&self.state_path);
+            let recorded = recorded.map(|(lifetime, warning)| {
+                if let Some(w) = warning {
+                    tracing::warn!(reaper_action = "error", "{w}");
+                }
+                self.shared.borrow_mut().lifetime = Some(lifetime);
+            });
+            self.history_writes.record(&path, recorded);
         }
         let a = match done.judged {
             Ok((a, summary)) => {

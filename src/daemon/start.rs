@@ -66,6 +66,19 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     if let Some(w) = warning {
         tracing::warn!(reaper_action = "error", "{w}");
     }
+    // The lifetime totals go on from the history's; one that cannot be read
+    // is said once and begun anew at the next reap.
+    let lifetime = match crate::history::load(&crate::history::beside(&state_path)) {
+        Ok(l) => Some(l.map(|l| l.lifetime).unwrap_or_default()),
+        Err(e) => {
+            tracing::warn!(
+                reaper_action = "error",
+                "cannot read the history {}: {e}",
+                crate::history::beside(&state_path).display()
+            );
+            None
+        }
+    };
     let (connector, event_mode, event_mode_reason) = open_events(&args, cfg.interval_secs);
     let procfs = ProcFs::new(&args.proc_root);
     if let Some(note) = procfs.hidden_notice() {
@@ -84,6 +97,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         scans: ScanStats::default(),
         trees: Vec::new(),
         totals: Totals::default(),
+        lifetime,
         recent: VecDeque::new(),
         duplicates: Vec::new(),
         self_uid: rustix::process::getuid().as_raw(),
@@ -111,6 +125,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         state_path,
         state_writes: report::log::Repeated::new("state file"),
         metrics_writes: report::log::Repeated::new("metrics textfile"),
+        history_writes: report::log::Repeated::new("history file"),
     };
     {
         let s = d.shared.borrow();

@@ -122,6 +122,7 @@ mod tests {
                 container_bytes: 4096,
                 failures: 0,
             },
+            lifetime: None,
             recent: vec![],
             filtered_for_uid: None,
             run_sessions: Vec::new(),

@@ -180,7 +180,7 @@ impl TreeStatus {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub trees_reaped: u64,
     pub processes_reaped: u64,
@@ -193,6 +193,21 @@ pub struct Totals {
     /// Their cgroups' memory before the stop.
     #[serde(default)]
     pub container_bytes: u64,
+}
+
+impl Totals {
+    /// Counts one tree acted on: the one definition every total shares.
+    pub fn add(&mut self, e: &crate::history::Entry) {
+        self.trees_reaped += u64::from(e.reaped);
+        self.processes_reaped += e.processes as u64;
+        self.reclaimed_bytes += e.reclaimed_bytes;
+        self.escalations += u64::from(e.escalated);
+        self.failures += u64::from(!e.ok);
+        for c in e.containers.iter().filter(|c| c.stopped()) {
+            self.containers_stopped += 1;
+            self.container_bytes += c.memory_bytes.unwrap_or(0);
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -225,6 +240,10 @@ pub struct Status {
     /// Trees visible to the asking user (root sees all).
     pub trees: Vec<TreeStatus>,
     pub totals: Totals,
+    /// Every reap since the history began, across restarts and upgrades
+    /// (`None`: no history could be read).
+    #[serde(default)]
+    pub lifetime: Option<crate::history::Lifetime>,
     pub recent: Vec<ReapEvent>,
     /// True when the list was filtered to the asking user's processes.
     pub filtered_for_uid: Option<u32>,

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::status::{PressureStatus, Status};
+use super::status::{PressureStatus, Status, Totals};
 use super::{age, bytes};
 
 /// The human view of `reaperctl status`.
@@ -74,6 +74,10 @@ pub fn render(s: &Status) -> String {
     if t.containers_stopped > 0 {
         let _ = writeln!(o, "          {} container(s) stopped, {}", t.containers_stopped, bytes(t.container_bytes));
     }
+    if let Some(l) = &s.lifetime {
+        let since = l.since_unix.map_or_else(|| "nothing yet".to_string(), |t| format!("since {}", super::utc(t)));
+        let _ = writeln!(o, "lifetime: {} ({since}; `reaperctl history`)", totals_words(&l.totals));
+    }
     recent(&mut o, s);
     if !s.run_sessions.is_empty() {
         let _ = writeln!(o, "run sessions:");
@@ -104,6 +108,26 @@ pub fn render(s: &Status) -> String {
         let _ = writeln!(o, "(showing only trees of uid {uid})");
     }
     o
+}
+
+/// A total in words: the lifetime line here, and `reaperctl history`'s.
+pub fn totals_words(t: &Totals) -> String {
+    let mut s = format!(
+        "{} tree(s), {} process(es), {} returned",
+        t.trees_reaped,
+        t.processes_reaped,
+        bytes(t.reclaimed_bytes)
+    );
+    if t.containers_stopped > 0 {
+        let _ = write!(s, ", {} container(s) stopped ({})", t.containers_stopped, bytes(t.container_bytes));
+    }
+    if t.escalations > 0 {
+        let _ = write!(s, ", {} needed SIGKILL", t.escalations);
+    }
+    if t.failures > 0 {
+        let _ = write!(s, ", {} failed", t.failures);
+    }
+    s
 }
 
 /// The last reaps (and plans), a repeated one once with its count.
