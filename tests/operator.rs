@@ -67,6 +67,19 @@ fn a_dry_run_says_would_reap_once_per_tree_and_status_counts_the_repeats() {
             panic!("no recent line for {npm}:\n{shown}");
         });
     assert!(line.contains(" times over "), "{line}");
+
+    // The metrics count the tree once, and say the mode.
+    let metrics = text(&d.ctl(&["metrics"]).stdout);
+    for want in [
+        "mcp_reaper_would_reap_trees_total 1\n",
+        "mcp_reaper_would_reap_trees 1\n",
+        "mcp_reaper_mode{mode=\"dry-run\"} 1\n",
+        "mcp_reaper_mode{mode=\"enforce\"} 0\n",
+        "mcp_reaper_reaped_trees_total 0\n",
+    ] {
+        assert!(metrics.contains(want), "no {want:?} in\n{metrics}");
+    }
+    assert!(metrics.contains(&format!("mcp_reaper_build_info{{version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"))));
     sb.assert_alive(&[npm, sb.pid_of("node "), sb.pid_of("sleep")]);
 }
 
@@ -177,6 +190,10 @@ fn what_once_and_the_daemon_reap_is_in_the_history_and_outlives_a_restart() {
     assert_eq!(st["lifetime"]["totals"]["trees_reaped"], 2, "{st:#}");
     let shown = text(&d.ctl(&["status"]).stdout);
     assert!(shown.contains("lifetime: 2 tree(s)"), "{shown}");
+    let metrics = text(&d.ctl(&["metrics"]).stdout);
+    assert!(metrics.contains("mcp_reaper_reaped_trees_by_verdict_total{verdict=\"orphan\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("mcp_reaper_mode{mode=\"enforce\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("mcp_reaper_would_reap_trees_total 0\n"), "{metrics}");
     let asked = history(&cfg, &["--socket", &s(socket.display())]);
     assert_eq!(roots(&asked), [i64::from(npm_1), i64::from(npm_2)], "the daemon's answer: {asked:#}");
 

@@ -40,6 +40,9 @@ pub struct Shared {
     /// The history's totals (every reap since the ledger began).
     pub lifetime: Option<crate::history::Lifetime>,
     pub recent: VecDeque<ReapEvent>,
+    /// What the dry run would have reaped, and the trees it has counted.
+    pub would_reap: report::status::WouldReap,
+    pub planned: HashSet<(crate::ids::Identity, Verdict)>,
     pub self_uid: u32,
     /// `reaperctl run` sessions the last scan saw.
     pub run_sessions: Vec<crate::report::status::RunSession>,
@@ -91,6 +94,7 @@ impl Shared {
             totals: self.totals.clone(),
             lifetime: self.lifetime.clone(),
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
+            would_reap: self.would_reap.clone(),
             filtered_for_uid: (!all).then_some(uid),
             run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
             session_ends: self.session_ends.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
@@ -153,10 +157,20 @@ impl Shared {
             let ev = ReapEvent::new(o, dry_run, uid, unix_now());
             if !dry_run {
                 self.totals.add(&crate::history::Entry::new(o, Vec::new(), uid, ev.at_unix));
+            } else if self.planned.insert((o.root, o.verdict)) {
+                self.would_reap.trees_total += 1;
+                self.would_reap.processes_total += (o.members + o.joined) as u64;
+                self.would_reap.bytes_total += o.reclaimed.total();
             }
             self.remember(ev.clone());
             events.push(ev);
         }
+        // Trees no longer judged are forgotten: one back under the same
+        // identity and verdict is a new plan (it was kept in between).
+        let due: HashSet<(crate::ids::Identity, Verdict)> =
+            a.judgements.iter().filter(|j| j.reap).map(|j| (j.root_id(snap), j.verdict)).collect();
+        self.planned.retain(|k| due.contains(k));
+        self.would_reap.trees_now = if dry_run { outcomes.len() as u64 } else { 0 };
         if !dry_run {
             // Trees that are gone no longer belong in the status.
             let gone: HashSet<i32> = outcomes.iter().filter(|o| o.success()).map(|o| o.root.pid.get()).collect();

@@ -66,19 +66,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     if let Some(w) = warning {
         tracing::warn!(reaper_action = "error", "{w}");
     }
-    // The lifetime totals go on from the history's; one that cannot be read
-    // is said once and begun anew at the next reap.
-    let lifetime = match crate::history::load(&crate::history::beside(&state_path)) {
-        Ok(l) => Some(l.map(|l| l.lifetime).unwrap_or_default()),
-        Err(e) => {
-            tracing::warn!(
-                reaper_action = "error",
-                "cannot read the history {}: {e}",
-                crate::history::beside(&state_path).display()
-            );
-            None
-        }
-    };
+    let lifetime = lifetime(&state_path);
     let (connector, event_mode, event_mode_reason) = open_events(&args, cfg.interval_secs);
     let procfs = ProcFs::new(&args.proc_root);
     if let Some(note) = procfs.hidden_notice() {
@@ -99,6 +87,8 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         totals: Totals::default(),
         lifetime,
         recent: VecDeque::new(),
+        would_reap: crate::report::status::WouldReap::default(),
+        planned: std::collections::HashSet::new(),
         duplicates: Vec::new(),
         self_uid: rustix::process::getuid().as_raw(),
         run_sessions: Vec::new(),
@@ -145,6 +135,19 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     let _ = std::fs::remove_file(&socket_path);
     drop(lock);
     code
+}
+
+/// The lifetime totals go on from the history's; one that cannot be read
+/// is said once, and begun anew at the next reap.
+fn lifetime(state_path: &std::path::Path) -> Option<crate::history::Lifetime> {
+    let path = crate::history::beside(state_path);
+    match crate::history::load(&path) {
+        Ok(l) => Some(l.map(|l| l.lifetime).unwrap_or_default()),
+        Err(e) => {
+            tracing::warn!(reaper_action = "error", "cannot read the history {}: {e}", path.display());
+            None
+        }
+    }
 }
 
 /// The proc connector when it is proven to deliver, else pidfd mode and why.

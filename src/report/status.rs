@@ -193,6 +193,28 @@ pub struct Totals {
     /// Their cgroups' memory before the stop.
     #[serde(default)]
     pub container_bytes: u64,
+    /// Trees reaped and memory returned per verdict (by its name).
+    #[serde(default)]
+    pub by_verdict: BTreeMap<String, VerdictTotals>,
+}
+
+/// What the reaps of one verdict did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerdictTotals {
+    pub trees_reaped: u64,
+    pub reclaimed_bytes: u64,
+}
+
+/// What a dry run would have done: each tree counted once, when it is
+/// first found due (it is found again at every tick).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WouldReap {
+    pub trees_total: u64,
+    pub processes_total: u64,
+    /// Their memory (PSS + swap) when first found due.
+    pub bytes_total: u64,
+    /// Trees due and kept only by the dry run, at the last cycle.
+    pub trees_now: u64,
 }
 
 impl Totals {
@@ -207,6 +229,9 @@ impl Totals {
             self.containers_stopped += 1;
             self.container_bytes += c.memory_bytes.unwrap_or(0);
         }
+        let v = self.by_verdict.entry(e.verdict.as_str().to_string()).or_default();
+        v.trees_reaped += u64::from(e.reaped);
+        v.reclaimed_bytes += e.reclaimed_bytes;
     }
 }
 
@@ -245,6 +270,9 @@ pub struct Status {
     #[serde(default)]
     pub lifetime: Option<crate::history::Lifetime>,
     pub recent: Vec<ReapEvent>,
+    /// What the dry run would have reaped since the daemon started.
+    #[serde(default)]
+    pub would_reap: WouldReap,
     /// True when the list was filtered to the asking user's processes.
     pub filtered_for_uid: Option<u32>,
     /// `reaperctl run` sessions seen by the last scan (visible to the asking user).
