@@ -29,6 +29,7 @@ pub(crate) mod names;
 pub(crate) mod paths;
 pub mod policy;
 pub mod program;
+pub mod proto;
 pub mod reap;
 pub(crate) mod redact;
 pub(crate) mod report;

@@ -35,6 +35,16 @@ impl Sources {
         Sources::default()
     }
 
+    /// What a `--config` argument names: `-` the embedded default alone, a
+    /// path that file (which must exist), nothing the default location.
+    pub fn from_arg(config: Option<&Path>) -> Sources {
+        match config {
+            Some(p) if p.as_os_str() == "-" => Sources::embedded_only(),
+            Some(p) => Sources::explicit(p),
+            None => Sources::default_location(),
+        }
+    }
+
     /// `config.d/` beside the main file.
     pub fn dropin_dir(&self) -> Option<PathBuf> {
         let main = self.main.as_ref()?;

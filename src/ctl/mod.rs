@@ -4,7 +4,6 @@ pub mod desktop;
 mod grace;
 mod history;
 mod hosts;
-pub mod proto;
 pub mod run;
 pub mod session_end;
 
@@ -109,16 +108,13 @@ pub struct ScanArgs {
     pub proc_root: PathBuf,
 }
 
-pub(crate) fn parse_pid(s: &str) -> Result<Pid, String> {
-    Pid::parse(s).ok_or_else(|| format!("not a process id: {s:?}"))
-}
+pub use crate::ids::parse_pid;
+/// The protocol, where the client's files have always found it.
+pub use crate::proto;
 
+/// The config `--config` names (`-`: the embedded default alone).
 pub fn sources(config: &Option<PathBuf>) -> Sources {
-    match config {
-        Some(p) if p.as_os_str() == "-" => Sources::embedded_only(),
-        Some(p) => Sources::explicit(p),
-        None => Sources::default_location(),
-    }
+    Sources::from_arg(config.as_deref())
 }
 
 /// Loads config (and installs its redaction patterns for everything shown

@@ -6,9 +6,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::Args;
 use crate::config::{Config, Mode, Sources};
-use crate::ctl::proto::{ReapEvent, ReloadResult, ScanStats, Status, Totals, TreeStatus};
 use crate::cycle::Assessment;
 use crate::policy::{GraceBook, Verdict};
+use crate::proto::{ReapEvent, ReloadResult, ScanStats, Status, Totals, TreeStatus};
 use crate::reap::Outcome;
 use crate::report;
 use crate::report::status::PressureStatus;

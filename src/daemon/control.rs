@@ -17,7 +17,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::board::Shared;
 use super::run::LoopRequest;
-use crate::ctl::proto::{self, Command, ErrorKind, Reply, Request};
+use crate::proto::{self, Command, ErrorKind, Reply, Request};
 
 /// Bound on concurrent clients; more get a "busy" reply.
 pub const MAX_CLIENTS: usize = 32;

@@ -19,13 +19,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde::Serialize;
 
-use crate::config::{Config, Mode};
-use crate::ctl::parse_pid;
-pub use crate::ctl::sources;
+use crate::config::{Config, Mode, Sources};
 pub use crate::cycle::CycleSummary;
 use crate::cycle::{Cycle, Kind, Memory};
 use crate::exit;
-use crate::ids::Pid;
+use crate::ids::{Pid, parse_pid};
 use crate::policy::Verdict;
 use crate::reap::Outcome;
 use crate::report::{self, log::LogTarget};
@@ -117,7 +115,7 @@ struct KeptTree {
 
 pub fn main() -> ExitCode {
     let mut args = Args::parse();
-    let cfg = match Config::load(&sources(&args.config)) {
+    let cfg = match Config::load(&Sources::from_arg(args.config.as_deref())) {
         Ok(c) => c,
         Err(errs) => {
             for e in &errs.0 {

@@ -23,9 +23,9 @@ use super::pressure::PressureWatch;
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
 use crate::config::{Config, Mode, Role};
-use crate::ctl::proto::{ReapEvent, ReapResult, ReloadResult};
 use crate::cycle::{Cycle, Kind, Memory};
 use crate::ids::Pid;
+use crate::proto::{ReapEvent, ReapResult, ReloadResult};
 use crate::report;
 use crate::scan::ProcFs;
 use crate::{exit, state};
@@ -46,7 +46,7 @@ pub enum LoopRequest {
         host: crate::ids::Identity,
         session_id: Option<String>,
         reason: Option<String>,
-        reply: oneshot::Sender<crate::ctl::proto::SessionEndResult>,
+        reply: oneshot::Sender<crate::proto::SessionEndResult>,
     },
 }
 
@@ -247,7 +247,7 @@ impl Daemon {
                     "host {name} ends its session{}: its trees are reaped without grace once it exits",
                     session_id.as_deref().map(|s| format!(" {}", short(s))).unwrap_or_default()
                 );
-                let _ = reply.send(crate::ctl::proto::SessionEndResult { host_pid: host.pid.get(), children });
+                let _ = reply.send(crate::proto::SessionEndResult { host_pid: host.pid.get(), children });
                 // Learn (and watch) its trees now, not at the next interval.
                 self.schedule.soon_after_exec();
                 Step::Idle

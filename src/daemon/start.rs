@@ -20,8 +20,8 @@ use super::run::{Daemon, LoopRequest};
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
 use crate::config::Config;
-use crate::ctl::proto::{ScanStats, Totals};
 use crate::cycle::Memory;
+use crate::proto::{ScanStats, Totals};
 use crate::report;
 use crate::scan::ProcFs;
 use crate::scan::events::Connector;
@@ -45,7 +45,7 @@ pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
 /// Start-up, the loop, and shut-down; a socket that cannot be locked or
 /// bound ends the daemon before the loop.
 async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
-    let sources = super::sources(&args.config);
+    let sources = crate::config::Sources::from_arg(args.config.as_deref());
     let socket_path = args.socket.clone().unwrap_or_else(|| crate::paths::socket(cfg.socket.as_deref()));
     let lock = match super::control::lock(&socket_path) {
         Ok(l) => l,
