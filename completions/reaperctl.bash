@@ -16,6 +16,9 @@ _reaperctl() {
             ",$1")
                 cmd="reaperctl"
                 ;;
+            reaperctl,config)
+                cmd="reaperctl__subcmd__config"
+                ;;
             reaperctl,help)
                 cmd="reaperctl__subcmd__help"
                 ;;
@@ -48,6 +51,9 @@ _reaperctl() {
                 ;;
             reaperctl,validate)
                 cmd="reaperctl__subcmd__validate"
+                ;;
+            reaperctl__subcmd__help,config)
+                cmd="reaperctl__subcmd__help__subcmd__config"
                 ;;
             reaperctl__subcmd__help,help)
                 cmd="reaperctl__subcmd__help__subcmd__help"
@@ -89,7 +95,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics history run session-end help"
+            opts="-h -V --config --socket --help --version scan hosts validate config status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -110,9 +116,45 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        reaperctl__subcmd__help)
-            opts="scan hosts validate status reload reap-now metrics history run session-end help"
+        reaperctl__subcmd__config)
+            opts="-h --json --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help)
+            opts="scan hosts validate config status reload reap-now metrics history run session-end help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__config)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

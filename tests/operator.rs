@@ -235,3 +235,50 @@ fn what_once_and_the_daemon_reap_is_in_the_history_and_outlives_a_restart() {
     let bad = common::reaperctl(["history", "--config", &s(cfg.display()), "--since", "3y"]);
     assert!(!bad.status.success() && text(&bad.stderr).contains("unknown unit"), "{}", text(&bad.stderr));
 }
+
+// ------------------------------------------------------------------ config
+
+/// `key = value` lines without their comments.
+fn values(toml: &str) -> Vec<String> {
+    toml.lines()
+        .filter(|l| l.contains(" = "))
+        .map(|l| l.rsplit_once("  # ").map_or(l, |(v, _)| v).to_string())
+        .collect()
+}
+
+#[test]
+fn config_prints_the_merged_values_and_where_each_comes_from() {
+    let dir = TempDir::new("operator-config");
+    let main = dir.write("config.toml", "[reaper]\n\n# why\ngrace_secs = 5\n");
+    std::fs::create_dir(dir.path().join("config.d")).unwrap();
+    let dropin = dir.write("config.d/10-mode.toml", "[reaper]\nmode = \"enforce\"\n");
+    let out = common::reaperctl(["config", "--config", &s(main.display())]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains(&format!("grace_secs = 5  # {}:4\n", main.display())), "{shown}");
+    assert!(shown.contains(&format!("mode = \"enforce\"  # {}:2\n", dropin.display())), "{shown}");
+    assert!(shown.contains("interval_secs = 10  # <embedded default config>:"), "{shown}");
+    assert!(shown.contains("# metrics_textfile is not set"), "{shown}");
+
+    // What it prints is a config: the same values, read back alone.
+    let copy = TempDir::new("operator-config-copy");
+    let printed = copy.write("printed.toml", &shown);
+    let again = common::reaperctl(["config", "--config", &s(printed.display())]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(values(&text(&again.stdout)), values(&shown));
+    assert!(values(&shown).len() > 20);
+
+    let json = common::reaperctl(["config", "--json", "--config", &s(main.display())]);
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let mode =
+        v["settings"].as_array().unwrap().iter().find(|s| s["section"] == "reaper" && s["key"] == "mode").unwrap();
+    assert_eq!(mode["value"], "enforce", "{mode:#}");
+    assert_eq!(mode["from"], s(dropin.display()), "{mode:#}");
+    assert_eq!(mode["line"], 2, "{mode:#}");
+
+    // A broken layer: every problem, exit 78, as validate.
+    dir.write("config.d/20-bad.toml", "[reaper]\ngrace_secs = -1\n");
+    let bad = common::reaperctl(["config", "--config", &s(main.display())]);
+    assert_eq!(bad.status.code(), Some(78), "{}", text(&bad.stderr));
+    assert!(text(&bad.stderr).contains("20-bad.toml:2"), "{}", text(&bad.stderr));
+}

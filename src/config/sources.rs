@@ -120,7 +120,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// One file's text, at most [`MAX_FILE_BYTES`] and UTF-8. The outer error is
 /// the I/O failure (the caller judges a missing file), the inner one a file
 /// refused for its size or encoding.
-fn read_text(path: &Path, name: &str) -> std::io::Result<Result<String, ConfigError>> {
+pub(super) fn read_text(path: &Path, name: &str) -> std::io::Result<Result<String, ConfigError>> {
     use std::io::Read as _;
     let file = std::fs::File::open(path)?;
     let on_disk = file.metadata()?.len();

@@ -1,5 +1,6 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
+mod config_show;
 pub mod desktop;
 mod grace;
 mod history;
@@ -64,6 +65,10 @@ pub enum Command {
     Hosts(ScanArgs),
     /// Check a config file; print "ok" or every problem found.
     Validate,
+    /// Print the effective configuration (the embedded default, the main
+    /// file and its drop-ins merged), each value with the file and line it
+    /// comes from.
+    Config(config_show::ConfigArgs),
     /// What the running daemon sees and has done.
     Status {
         /// Print the daemon's JSON status.
@@ -142,6 +147,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Validate => validate(&cli),
+        Command::Config(args) => config_show::run(&cli, args),
         Command::Scan(args) => scan(&cli, args),
         Command::Hosts(args) => hosts::hosts(&cli, args),
         Command::Status { json } => status(&cli, *json),
