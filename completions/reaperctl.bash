@@ -19,6 +19,9 @@ _reaperctl() {
             reaperctl,config)
                 cmd="reaperctl__subcmd__config"
                 ;;
+            reaperctl,doctor)
+                cmd="reaperctl__subcmd__doctor"
+                ;;
             reaperctl,help)
                 cmd="reaperctl__subcmd__help"
                 ;;
@@ -54,6 +57,9 @@ _reaperctl() {
                 ;;
             reaperctl__subcmd__help,config)
                 cmd="reaperctl__subcmd__help__subcmd__config"
+                ;;
+            reaperctl__subcmd__help,doctor)
+                cmd="reaperctl__subcmd__help__subcmd__doctor"
                 ;;
             reaperctl__subcmd__help,help)
                 cmd="reaperctl__subcmd__help__subcmd__help"
@@ -95,7 +101,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan hosts validate config status reload reap-now metrics history run session-end help"
+            opts="-h -V --config --socket --help --version scan hosts validate config doctor status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -138,8 +144,30 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        reaperctl__subcmd__doctor)
+            opts="-h --json --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         reaperctl__subcmd__help)
-            opts="scan hosts validate config status reload reap-now metrics history run session-end help"
+            opts="scan hosts validate config doctor status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,6 +181,20 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__help__subcmd__config)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

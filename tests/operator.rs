@@ -184,10 +184,11 @@ fn what_once_and_the_daemon_reap_is_in_the_history_and_outlives_a_restart() {
     let launch = Launch::default;
     let d = Daemon::start(second.scope_pid(), &cfg, &socket, &state, &log, &launch());
     second.kill_host(host);
-    let st = d.status_until(Duration::from_secs(20), "the second orphan is reaped", |st| {
-        st["totals"]["trees_reaped"].as_u64() == Some(1)
+    // The session counts it at once, the lifetime once the history is written.
+    let st = d.status_until(Duration::from_secs(20), "the second orphan is reaped and in the history", |st| {
+        st["totals"]["trees_reaped"].as_u64() == Some(1) && st["lifetime"]["totals"]["trees_reaped"].as_u64() == Some(2)
     });
-    assert_eq!(st["lifetime"]["totals"]["trees_reaped"], 2, "{st:#}");
+    assert_eq!(st["lifetime"]["totals"]["processes_reaped"], 4, "{st:#}");
     let shown = text(&d.ctl(&["status"]).stdout);
     assert!(shown.contains("lifetime: 2 tree(s)"), "{shown}");
     let metrics = text(&d.ctl(&["metrics"]).stdout);
@@ -281,4 +282,73 @@ fn config_prints_the_merged_values_and_where_each_comes_from() {
     let bad = common::reaperctl(["config", "--config", &s(main.display())]);
     assert_eq!(bad.status.code(), Some(78), "{}", text(&bad.stderr));
     assert!(text(&bad.stderr).contains("20-bad.toml:2"), "{}", text(&bad.stderr));
+}
+
+// ------------------------------------------------------------------ doctor
+
+fn doctor(args: &[String]) -> (Vec<Value>, std::process::Output) {
+    let mut a = vec![s("doctor"), s("--json")];
+    a.extend(args.iter().cloned());
+    let out = common::reaperctl(&a);
+    let checks: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("doctor JSON ({e}): {}\n{}", text(&out.stdout), text(&out.stderr)));
+    (checks.as_array().unwrap().clone(), out)
+}
+
+fn check<'a>(checks: &'a [Value], name: &str) -> &'a Value {
+    checks.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no check {name}: {checks:#?}"))
+}
+
+#[test]
+fn doctor_checks_each_part_and_says_what_a_missing_one_costs() {
+    let sb = playwright_sandbox();
+    let cfg = sb.dir().config(60, "");
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
+    let (checks, out) = doctor(&[s("--config"), s(cfg.display()), s("--socket"), s(d.socket.display())]);
+    assert_eq!(out.status.code(), Some(0), "{checks:#?}");
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    for want in [
+        "config",
+        "privileges",
+        "/proc",
+        "pidfds",
+        "process events",
+        "cgroups",
+        "journald",
+        "memory pressure",
+        "engine sockets",
+        "daemon",
+    ] {
+        assert!(names.contains(&want), "{want} not checked: {names:?}");
+    }
+    for c in &checks {
+        assert!(["ok", "warn", "missing"].contains(&c["health"].as_str().unwrap()), "{c:#}");
+        // What is not there always says what that costs.
+        assert_eq!(c["health"] != "ok", c["cost"].is_string(), "{c:#}");
+    }
+    assert_eq!(check(&checks, "pidfds")["health"], "ok");
+    let daemon = check(&checks, "daemon");
+    assert_eq!(daemon["health"], "ok", "{daemon:#}");
+    assert!(daemon["found"].as_str().unwrap().contains(&format!("pid {}", d.child.id())), "{daemon:#}");
+    assert!(check(&checks, "memory pressure")["found"].as_str().unwrap().contains("off by configuration"));
+    if common::is_root() {
+        assert_eq!(check(&checks, "privileges")["health"], "ok");
+    }
+
+    // No daemon: a warning, with its cost; the words as well.
+    let (checks, out) = doctor(&[s("--config"), s(cfg.display()), s("--socket"), s("/nonexistent/control.sock")]);
+    assert_eq!(out.status.code(), Some(0));
+    let daemon = check(&checks, "daemon");
+    assert_eq!(daemon["health"], "warn", "{daemon:#}");
+    assert!(daemon["cost"].as_str().unwrap().contains("nothing is reaped"), "{daemon:#}");
+    let words = common::reaperctl(["doctor", "--config", &s(cfg.display()), "--socket", "/nonexistent/control.sock"]);
+    let words = text(&words.stdout);
+    assert!(words.lines().any(|l| l.starts_with("WARN     daemon")), "{words}");
+    assert!(words.contains("without it: nothing is reaped"), "{words}");
+
+    // A config the daemon would refuse: missing, exit 69.
+    let bad = sb.dir().write("bad.toml", "[reaper]\ngrace_secs = -1\n");
+    let (checks, out) = doctor(&[s("--config"), s(bad.display()), s("--socket"), s(d.socket.display())]);
+    assert_eq!(out.status.code(), Some(69), "{checks:#?}");
+    assert_eq!(check(&checks, "config")["health"], "missing");
 }

@@ -2,6 +2,7 @@
 
 mod config_show;
 pub mod desktop;
+mod doctor;
 mod grace;
 mod history;
 mod hosts;
@@ -69,6 +70,10 @@ pub enum Command {
     /// file and its drop-ins merged), each value with the file and line it
     /// comes from.
     Config(config_show::ConfigArgs),
+    /// Check what the reaper needs from this machine (privileges, pidfds,
+    /// process events, hidepid, cgroups, journald, memory pressure, engine
+    /// sockets, the daemon) and what each missing part costs.
+    Doctor(doctor::DoctorArgs),
     /// What the running daemon sees and has done.
     Status {
         /// Print the daemon's JSON status.
@@ -148,6 +153,7 @@ pub fn main() -> ExitCode {
     match &cli.command {
         Command::Validate => validate(&cli),
         Command::Config(args) => config_show::run(&cli, args),
+        Command::Doctor(args) => doctor::run(&cli, args),
         Command::Scan(args) => scan(&cli, args),
         Command::Hosts(args) => hosts::hosts(&cli, args),
         Command::Status { json } => status(&cli, *json),

@@ -60,9 +60,11 @@ pub struct Done {
     pub outcomes: Vec<Outcome>,
     /// The state file's write, when there was one.
     pub saved: Option<std::io::Result<()>>,
-    /// The history's write after a cycle that acted: the lifetime totals
-    /// now, and a warning when a corrupt ledger was moved aside.
-    pub recorded: Option<std::io::Result<(history::Lifetime, Option<String>)>>,
+    /// What goes in the history (the trees acted on; none in a dry run),
+    /// written by the caller ([`history::append`]) once the outcomes are
+    /// on the record: the write syncs to disk, and a status must not wait
+    /// for it to count a reap.
+    pub entries: Vec<history::Entry>,
 }
 
 /// The first half of a cycle: what to do, and the state file saved.
@@ -107,7 +109,7 @@ impl Cycle<'_> {
         let Planned { judged, saved, started } = planned;
         let (a, orders) = match judged {
             Ok(x) => x,
-            Err(e) => return Done { judged: Err(e), outcomes: Vec::new(), saved, recorded: None },
+            Err(e) => return Done { judged: Err(e), outcomes: Vec::new(), saved, entries: Vec::new() },
         };
         let before = std::mem::take(&mut memory.known);
         memory.known = explain_kept(&a, &before);
@@ -131,11 +133,13 @@ impl Cycle<'_> {
             );
         }
         // What was done goes in the ledger; what was only planned does not.
-        let recorded = (!self.dry_run && !outcomes.is_empty()).then(|| {
+        let entries = if self.dry_run {
+            Vec::new()
+        } else {
             let at = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-            history::append(&history::beside(self.state_file), history::entries(&a, &outcomes, at))
-        });
-        Done { judged: Ok((a, summary)), outcomes, saved, recorded }
+            history::entries(&a, &outcomes, at)
+        };
+        Done { judged: Ok((a, summary)), outcomes, saved, entries }
     }
 
     fn settings(&self) -> reap::Settings {

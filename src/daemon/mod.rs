@@ -167,13 +167,13 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
     }
     let done = cycle.act(&mut memory, planned);
-    match &done.recorded {
-        Some(Err(e)) => {
-            let path = crate::history::beside(&state_path);
-            tracing::warn!(reaper_action = "error", "cannot write the history {}: {e}", path.display());
+    if !done.entries.is_empty() {
+        let path = crate::history::beside(&state_path);
+        match crate::history::append(&path, done.entries.clone()) {
+            Err(e) => tracing::warn!(reaper_action = "error", "cannot write the history {}: {e}", path.display()),
+            Ok((_, Some(w))) => tracing::warn!(reaper_action = "error", "{w}"),
+            Ok(_) => {}
         }
-        Some(Ok((_, Some(w)))) => tracing::warn!(reaper_action = "error", "{w}"),
-        _ => {}
     }
     let (assessment, summary) = match done.judged {
         Ok(x) => x,

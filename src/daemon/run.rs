@@ -366,16 +366,6 @@ impl Daemon {
         if let Some(saved) = done.saved {
             self.state_writes.record(&self.state_path, saved);
         }
-        if let Some(recorded) = done.recorded {
-            let path = crate::history::beside(&self.state_path);
-            let recorded = recorded.map(|(lifetime, warning)| {
-                if let Some(w) = warning {
-                    tracing::warn!(reaper_action = "error", "{w}");
-                }
-                self.shared.borrow_mut().lifetime = Some(lifetime);
-            });
-            self.history_writes.record(&path, recorded);
-        }
         let a = match done.judged {
             Ok((a, summary)) => {
                 if !dry_run && summary.trees_reaped > 0 && self.shared.borrow().cfg.notify.desktop {
@@ -390,6 +380,7 @@ impl Daemon {
             }
         };
         let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run, &self.memory.book);
+        self.write_history(done.entries).await;
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
         self.shared.borrow_mut().session_ends = self.endings.status();
@@ -404,6 +395,30 @@ impl Daemon {
             self.metrics_writes.record(&path, written);
         }
         events
+    }
+}
+
+impl Daemon {
+    /// Appends a cycle's reaps to the history, off the loop (the write
+    /// syncs to disk), and takes the lifetime totals it returns.
+    async fn write_history(&mut self, entries: Vec<crate::history::Entry>) {
+        if entries.is_empty() {
+            return;
+        }
+        let path = crate::history::beside(&self.state_path);
+        let written = tokio::task::spawn_blocking({
+            let path = path.clone();
+            move || crate::history::append(&path, entries)
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+        let written = written.map(|(lifetime, warning)| {
+            if let Some(w) = warning {
+                tracing::warn!(reaper_action = "error", "{w}");
+            }
+            self.shared.borrow_mut().lifetime = Some(lifetime);
+        });
+        self.history_writes.record(&path, written);
     }
 }
 
