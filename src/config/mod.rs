@@ -12,6 +12,7 @@ mod error;
 mod keys;
 mod kinds;
 mod layer;
+mod origin;
 mod patterns;
 mod sources;
 #[cfg(test)]
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use origin::{Setting, settings};
 pub use patterns::{CachedRole, Matcher, Role, RoleMatch, Subject, Target};
 pub use sources::{DEFAULT_TOML, MAX_FILE_BYTES, Sources};
 

@@ -1,8 +1,11 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
+mod config_show;
 pub mod desktop;
+mod doctor;
+mod grace;
+mod history;
 mod hosts;
-pub mod proto;
 pub mod run;
 pub mod session_end;
 
@@ -16,7 +19,6 @@ use crate::config::{Config, Sources};
 use crate::cycle;
 use crate::exit;
 use crate::ids::Pid;
-use crate::policy::GraceBook;
 use crate::report;
 use crate::scan::ProcFs;
 
@@ -27,7 +29,8 @@ use crate::scan::ProcFs;
     about = "Inspect and control mcp-reaper",
     long_about = "Inspect and control mcp-reaper.\n\n\
         `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
-        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket. `run` starts a host \
+        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket; `history` lists what was reaped, from the \
+        ledger beside the state file or from the daemon. `run` starts a host \
         in a session of its own and ends what it leaves behind; `session-end`, from a host's session-end \
         hook, has the daemon reap the host's trees the moment it exits.",
     after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running (or is stopping), \
@@ -63,6 +66,14 @@ pub enum Command {
     Hosts(ScanArgs),
     /// Check a config file; print "ok" or every problem found.
     Validate,
+    /// Print the effective configuration (the embedded default, the main
+    /// file and its drop-ins merged), each value with the file and line it
+    /// comes from.
+    Config(config_show::ConfigArgs),
+    /// Check what the reaper needs from this machine (privileges, pidfds,
+    /// process events, hidepid, cgroups, journald, memory pressure, engine
+    /// sockets, the daemon) and what each missing part costs.
+    Doctor(doctor::DoctorArgs),
     /// What the running daemon sees and has done.
     Status {
         /// Print the daemon's JSON status.
@@ -82,6 +93,9 @@ pub enum Command {
     },
     /// Print the daemon's counters in Prometheus text format.
     Metrics,
+    /// What was reaped, when, and what it returned: the ledger beside the
+    /// state file, with the totals since it began.
+    History(history::HistoryArgs),
     /// Run a host in a session nothing it starts can leave; end what it
     /// leaves behind when it exits. E.g. `alias claude='reaperctl run -- claude'`.
     Run(run::RunArgs),
@@ -104,16 +118,13 @@ pub struct ScanArgs {
     pub proc_root: PathBuf,
 }
 
-pub(crate) fn parse_pid(s: &str) -> Result<Pid, String> {
-    Pid::parse(s).ok_or_else(|| format!("not a process id: {s:?}"))
-}
+pub use crate::ids::parse_pid;
+/// The protocol, where the client's files have always found it.
+pub use crate::proto;
 
+/// The config `--config` names (`-`: the embedded default alone).
 pub fn sources(config: &Option<PathBuf>) -> Sources {
-    match config {
-        Some(p) if p.as_os_str() == "-" => Sources::embedded_only(),
-        Some(p) => Sources::explicit(p),
-        None => Sources::default_location(),
-    }
+    Sources::from_arg(config.as_deref())
 }
 
 /// Loads config (and installs its redaction patterns for everything shown
@@ -129,15 +140,6 @@ pub(crate) fn load_config(sources: &Sources, prog: &str) -> Result<Config, ExitC
     Ok(cfg)
 }
 
-/// Grace state as the daemon last wrote it, read-only. Absent or broken: empty.
-pub(crate) fn read_grace(cfg: &Config) -> GraceBook {
-    let (book, warning) = crate::state::load(&crate::paths::state_file(cfg.state_file.as_deref()));
-    if let Some(w) = warning {
-        crate::say_err!("reaperctl: warning: {w}");
-    }
-    book
-}
-
 pub fn main() -> ExitCode {
     // `reaperctl desktop-notify`, the daemon's messenger, is parsed apart:
     // no user runs it, so it is in no help, man page or completion (clap's
@@ -150,12 +152,15 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Validate => validate(&cli),
+        Command::Config(args) => config_show::run(&cli, args),
+        Command::Doctor(args) => doctor::run(&cli, args),
         Command::Scan(args) => scan(&cli, args),
         Command::Hosts(args) => hosts::hosts(&cli, args),
         Command::Status { json } => status(&cli, *json),
         Command::Reload => reload(&cli),
         Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),
         Command::Metrics => metrics(&cli),
+        Command::History(args) => history::run(&cli, args),
         Command::Run(args) => run::run(&cli.config, args),
         Command::SessionEnd(args) => session_end::run(&cli, args),
     }
@@ -180,7 +185,10 @@ fn validate(cli: &Cli) -> ExitCode {
 /// The config and a judgement of the machine now, or the exit code.
 fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Assessment), ExitCode> {
     let cfg = load_config(&sources(&cli.config), "reaperctl")?;
-    let grace = read_grace(&cfg);
+    let (grace, notes) = grace::for_scan(cli, &cfg, &args.proc_root);
+    for n in notes {
+        crate::say_err!("reaperctl: {n}");
+    }
     let procfs = ProcFs::new(&args.proc_root);
     if let Some(note) = procfs.hidden_notice() {
         crate::say_err!("reaperctl: note: {note}");
@@ -222,24 +230,37 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     ExitCode::from(exit::OK)
 }
 
+/// The daemon's socket: `--socket`, else the config's, else the user's own,
+/// else the system daemon's (a user without a user daemon may still ask it).
+pub(crate) fn socket_path(cli: &Cli, cfg: Option<&Config>) -> PathBuf {
+    if let Some(p) = &cli.socket {
+        return p.clone();
+    }
+    let configured = cfg.and_then(|c| c.socket.as_deref());
+    let own = crate::paths::socket(configured);
+    let system = PathBuf::from(crate::paths::SYSTEM_SOCKET);
+    if !own.exists() && configured.is_none() && system.exists() { system } else { own }
+}
+
+/// A daemon answering in a shared fallback directory someone else owns
+/// could be anyone's: ask nothing of it.
+pub(crate) fn trusted_socket(path: &std::path::Path) -> Result<(), String> {
+    let shared = crate::paths::shared_runtime_dir();
+    if path.starts_with(&shared) && shared.exists() {
+        crate::paths::check_private_dir(&shared).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// Sends one request to the daemon; prints why it failed and returns the exit code.
 pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
-    let path = if let Some(p) = &cli.socket {
-        p.clone()
+    let cfg = if cli.socket.is_some() {
+        None
     } else {
-        let cfg = Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
-        let own = crate::paths::socket(cfg.socket.as_deref());
-        // A user without a user daemon may still ask the system daemon.
-        let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
-        if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }
+        Some(Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded()))
     };
-    // A daemon answering in a shared fallback directory someone else owns
-    // could be anyone's: ask nothing of it.
-    let shared = crate::paths::shared_runtime_dir();
-    if path.starts_with(&shared)
-        && shared.exists()
-        && let Err(e) = crate::paths::check_private_dir(&shared)
-    {
+    let path = socket_path(cli, cfg.as_ref());
+    if let Err(e) = trusted_socket(&path) {
         crate::say_err!("reaperctl: {e}");
         return Err(ExitCode::from(exit::UNAVAILABLE));
     }

@@ -20,13 +20,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde::Serialize;
 
-use crate::config::{Config, Mode};
-use crate::ctl::parse_pid;
-pub use crate::ctl::sources;
+use crate::config::{Config, Mode, Sources};
 pub use crate::cycle::CycleSummary;
 use crate::cycle::{Cycle, Kind, Memory};
 use crate::exit;
-use crate::ids::Pid;
+use crate::ids::{Pid, parse_pid};
 use crate::policy::Verdict;
 use crate::reap::Outcome;
 use crate::report::{self, log::LogTarget};
@@ -118,7 +116,7 @@ struct KeptTree {
 
 pub fn main() -> ExitCode {
     let mut args = Args::parse();
-    let cfg = match Config::load(&sources(&args.config)) {
+    let cfg = match Config::load(&Sources::from_arg(args.config.as_deref())) {
         Ok(c) => c,
         Err(errs) => {
             for e in &errs.0 {
@@ -170,6 +168,14 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
     }
     let done = cycle.act(&mut memory, planned);
+    if !done.entries.is_empty() {
+        let path = crate::history::beside(&state_path);
+        match crate::history::append(&path, done.entries.clone()) {
+            Err(e) => tracing::warn!(reaper_action = "error", "cannot write the history {}: {e}", path.display()),
+            Ok((_, Some(w))) => tracing::warn!(reaper_action = "error", "{w}"),
+            Ok(_) => {}
+        }
+    }
     let (assessment, summary) = match done.judged {
         Ok(x) => x,
         Err(e) => {

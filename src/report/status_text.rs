@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::status::{PressureStatus, Status};
+use super::status::{PressureStatus, Status, Totals};
 use super::{age, bytes};
 
 /// Text the daemon sent that may hold a user's (command lines, reasons):
@@ -71,12 +71,11 @@ pub fn render(s: &Status) -> String {
     if t.containers_stopped > 0 {
         let _ = writeln!(o, "          {} container(s) stopped, {}", t.containers_stopped, bytes(t.container_bytes));
     }
-    if !s.recent.is_empty() {
-        let _ = writeln!(o, "recent:");
-        for e in s.recent.iter().take(10) {
-            let _ = writeln!(o, "  {}", p(&e.line));
-        }
+    if let Some(l) = &s.lifetime {
+        let since = l.since_unix.map_or_else(|| "nothing yet".to_string(), |t| format!("since {}", super::utc(t)));
+        let _ = writeln!(o, "lifetime: {} ({since}; `reaperctl history`)", totals_words(&l.totals));
     }
+    recent(&mut o, s);
     if !s.run_sessions.is_empty() {
         let _ = writeln!(o, "run sessions:");
         for r in &s.run_sessions {
@@ -106,6 +105,45 @@ pub fn render(s: &Status) -> String {
         let _ = writeln!(o, "(showing only trees of uid {uid})");
     }
     o
+}
+
+/// A total in words: the lifetime line here, and `reaperctl history`'s.
+pub fn totals_words(t: &Totals) -> String {
+    let mut s = format!(
+        "{} tree(s), {} process(es), {} returned",
+        t.trees_reaped,
+        t.processes_reaped,
+        bytes(t.reclaimed_bytes)
+    );
+    if t.containers_stopped > 0 {
+        let _ = write!(s, ", {} container(s) stopped ({})", t.containers_stopped, bytes(t.container_bytes));
+    }
+    if t.escalations > 0 {
+        let _ = write!(s, ", {} needed SIGKILL", t.escalations);
+    }
+    if t.failures > 0 {
+        let _ = write!(s, ", {} failed", t.failures);
+    }
+    s
+}
+
+/// The last reaps (and plans), a repeated one once with its count.
+fn recent(o: &mut String, s: &Status) {
+    if s.recent.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "recent:");
+    for e in s.recent.iter().take(10) {
+        let again = if e.repeats == 0 {
+            String::new()
+        } else {
+            let over = e.at_unix.saturating_sub(e.first_at_unix);
+            #[allow(clippy::cast_precision_loss)] // seconds: far below 2^52
+            let over = age(over as f64);
+            format!(" [{} times over {over}]", e.repeats + 1)
+        };
+        let _ = writeln!(o, "  {}{again}", p(&e.line));
+    }
 }
 
 /// "memory some avg10=23.4% avg60=5.0% avg300=1.2% (threshold 10%: grace skipped; PSI trigger)".
