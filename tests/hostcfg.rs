@@ -268,3 +268,83 @@ fn the_daemon_remembers_what_it_saw_across_a_restart_and_logs_a_bad_file_once() 
     assert!(wait_until(Duration::from_secs(10), || !alive(uv) && !alive(server)), "{}", d.log_text());
     sb.assert_alive(&[other]);
 }
+
+#[test]
+fn a_hosts_own_home_is_read_where_it_differs_from_the_reapers() {
+    // The host runs with HOME elsewhere (a container, `sudo -u` keeping HOME,
+    // a CI runner): its ~/.claude.json is there, not in the home the reaper
+    // knows. Its server is learnt from the host's own environment and reaped
+    // once the host is killed.
+    let f = Fixture::new("hostcfg-hosthome");
+    std::fs::create_dir_all(f.path("hosthome")).unwrap();
+    let cfg = json!({"mcpServers": {"weather": {"command": "python3", "args": ["weather.py"],
+        "cwd": f.path_str("weather")}}});
+    std::fs::write(f.path("hosthome/.claude.json"), cfg.to_string()).unwrap();
+    let sb = Sandbox::new(vec![
+        Spec::new(&["claude"])
+            .cwd(&f.path("project"))
+            .env("HOME", &f.path_str("hosthome"))
+            .child(Spec::new(&["python3", "weather.py"]).cwd(&f.path("weather")))
+            .child(Spec::new(&["python3", "weather.py"]).cwd(&f.path("other"))),
+    ]);
+    let host = sb.pid_of("claude");
+    let server = pid_where(&sb, "python3 weather.py", &f.path("weather"));
+    let other = pid_where(&sb, "python3 weather.py", &f.path("other"));
+    assert!(outcomes(&once(&f, &sb)).is_empty());
+    let v = scan(&f, &sb);
+    let m = member(&v, server).unwrap_or_else(|| panic!("the configured python is no tree member: {v:#}"));
+    let file = f.path_str("hosthome/.claude.json");
+    assert_eq!(m["configured"]["file"], file.as_str(), "{m:#}");
+    assert!(member(&v, other).is_none(), "{v:#}");
+    sb.kill_host(host);
+    let v = once(&f, &sb);
+    let o = outcomes(&v);
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!(
+        (o[0]["root"]["pid"].as_i64(), o[0]["verdict"].as_str()),
+        (Some(server.into()), Some("orphan")),
+        "{v:#}"
+    );
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)));
+    sb.assert_alive(&[other]);
+}
+
+#[test]
+fn qwen_continue_and_kilo_configs_are_read_where_each_host_reads_them() {
+    // Qwen Code: ~/.qwen/settings.json of its HOME; Continue's `cn --config
+    // F` (relative to its cwd); Kilo: kilo.json below its XDG_CONFIG_HOME.
+    let f = Fixture::new("hostcfg-newhosts");
+    for d in ["qhome/.qwen", "xdg/kilo"] {
+        std::fs::create_dir_all(f.path(d)).unwrap();
+    }
+    let q = json!({"mcpServers": {"weather": {"command": ".venv/bin/python", "args": ["-m", "weather"],
+        "cwd": f.path_str("weather")}}});
+    std::fs::write(f.path("qhome/.qwen/settings.json"), q.to_string()).unwrap();
+    let cn = format!(
+        "name: local\nversion: 0.0.1\nschema: v1\nmcpServers:\n  - name: forecast\n    command: uv\n    args:\n      - --directory\n      - {}\n      - run\n      - forecast.py\n",
+        f.path_str("weather")
+    );
+    std::fs::write(f.path("project/cn.yaml"), cn).unwrap();
+    let k = json!({"mcp": {"tides": {"type": "local", "command": ["uv", "run", "--directory", f.path_str("weather"), "tides.py"]}}});
+    std::fs::write(f.path("xdg/kilo/kilo.json"), k.to_string()).unwrap();
+    let sb = Sandbox::new(vec![
+        Spec::new(&["qwen"]).env("HOME", &f.path_str("qhome")),
+        Spec::new(&["cn", "-p", "hi", "--config", "cn.yaml"]).cwd(&f.path("project")),
+        Spec::new(&["kilo", "run", "hi"]).env("XDG_CONFIG_HOME", &f.path_str("xdg")),
+    ]);
+    let h = run(&f, env!("CARGO_BIN_EXE_reaperctl"), &["hosts", "--json", "--scope", &s(sb.scope_pid())]);
+    let hosts: Vec<&str> = h["hosts"].as_array().unwrap().iter().filter_map(|x| x["program"].as_str()).collect();
+    for want in ["qwen", "cn", "kilo"] {
+        assert!(hosts.contains(&want), "{want} is a known host: {h:#}");
+    }
+    let servers = h["servers"].as_array().unwrap();
+    let find =
+        |file: &str| servers.iter().find(|x| x["file"] == file).unwrap_or_else(|| panic!("nothing from {file}: {h:#}"));
+    let qs = find(&f.path_str("qhome/.qwen/settings.json"));
+    assert_eq!((qs["host"].as_str(), qs["program"].as_str()), (Some("qwen-code"), Some("weather")), "{h:#}");
+    let cs = find(&f.path_str("project/cn.yaml"));
+    assert_eq!((cs["host"].as_str(), cs["key"].as_str()), (Some("continue"), Some("mcpServers.forecast")), "{h:#}");
+    assert_eq!(cs["program"], "forecast.py", "{h:#}");
+    let ks = find(&f.path_str("xdg/kilo/kilo.json"));
+    assert_eq!((ks["host"].as_str(), ks["program"].as_str()), (Some("kilo"), Some("tides.py")), "{h:#}");
+}

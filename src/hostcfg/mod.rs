@@ -9,8 +9,11 @@
 //! after the role patterns ran ([`apply`]); bystanders still win, and a host
 //! stays a host. Whose files: a non-root reaper reads its own user's; a root
 //! one each uid ≥ `min_uid` with a live (or, within [`RECENT`], live) host.
-//! Which: the user files of [`files::USER`] in the home, and the project
-//! files of [`files::PROJECT`] in each live host's working directory.
+//! Which: the user files of [`files::USER`] where each host reads them —
+//! below the directories its own environment names (`HOME`,
+//! `XDG_CONFIG_HOME`, `CODEX_HOME`, …; [`places`]), the home alone as the
+//! fallback —, a file its command line names (`cn --config F`), and the
+//! project files of [`files::PROJECT`] in each live host's working directory.
 //!
 //! What was matched below a live host is remembered ([`lineage`]), with the
 //! session id its marker ([`markers`]) gives. What is read and remembered
@@ -22,6 +25,7 @@ mod jsonc;
 pub mod lineage;
 pub mod markers;
 pub mod matching;
+pub mod places;
 mod registry;
 mod yaml;
 

@@ -95,12 +95,34 @@ fn every_host_format_yields_command_and_args_only() {
             decl("extensions.flow", &["npx", "-y", "@x/y-mcp"], None),
         ]
     );
+    // Continue: a list of `{name, command, args, cwd}`; hub blocks and remote
+    // servers have no command; the list may sit at the key's indent.
+    let cont = "name: Local\nversion: 0.0.1\nschema: v1\nmodels:\n  - name: m\n    provider: openai\nmcpServers:\n  - name: weather\n    command: uv\n    args:\n      - run\n      - --directory\n      - /home/u/weather\n      - weather.py\n    env:\n      KEY: ${{ secrets.KEY }}\n  - uses: anthropic/memory-mcp\n  - name: remote\n    type: sse\n    url: https://x/mcp\n  - command: python3\n    args: [\"-m\", weather]\n    cwd: /home/u/w\nrules: []\n";
+    assert_eq!(
+        parse(Format::ContinueYaml, cont).unwrap(),
+        vec![
+            decl("mcpServers.weather", &["uv", "run", "--directory", "/home/u/weather", "weather.py"], None),
+            decl("mcpServers[3]", &["python3", "-m", "weather"], Some("/home/u/w")),
+        ]
+    );
+    assert_eq!(
+        parse(Format::ContinueYaml, "mcpServers:\n- name: t\n  command: uvx\n  args: [mcp-server-time]\n").unwrap(),
+        vec![decl("mcpServers.t", &["uvx", "mcp-server-time"], None)]
+    );
+    // Kilo's kilo.json is opencode's format; Qwen's settings.json Gemini's.
+    let kilo = r#"{"mcp": {"w": {"type": "local", "command": ["uv", "run", "--directory", "/w", "weather.py"]}}}"#;
+    assert_eq!(
+        parse(Format::OpenCode, kilo).unwrap(),
+        vec![decl("mcp.w", &["uv", "run", "--directory", "/w", "weather.py"], None)]
+    );
     // Malformed input of each kind is an error, not a panic or a guess.
     for (f, t) in [
         (Format::McpServers, "{\"mcpServers\": {"),
         (Format::CodexToml, "[mcp_servers.x\ncommand = 1"),
         (Format::GooseYaml, "extensions:\n\tweather:\n"),
         (Format::GooseYaml, "extensions:\n  w:\n    cmd: \"unterminated\n"),
+        (Format::ContinueYaml, "mcpServers:\n  - name: w\n    command: \"unterminated\n"),
+        (Format::ContinueYaml, "mcpServers:\n  name: w\n"),
     ] {
         assert!(parse(f, t).is_err(), "{f:?} {t:?}");
     }
@@ -160,10 +182,10 @@ fn every_listed_file_parses_as_its_format() {
     for list in [USER, PROJECT] {
         let mut seen = std::collections::HashSet::new();
         for s in list {
-            assert!(Path::new(s.rel).is_relative() && seen.insert(s.rel), "{}", s.rel);
+            assert!(Path::new(s.rel).is_relative() && seen.insert((s.base, s.rel)), "{}", s.rel);
             assert!(
                 parse(s.format, if s.format == Format::CodexToml { "" } else { "{}" }).is_ok()
-                    || s.format == Format::GooseYaml
+                    || matches!(s.format, Format::GooseYaml | Format::ContinueYaml)
             );
         }
     }
