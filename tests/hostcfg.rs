@@ -348,3 +348,25 @@ fn qwen_continue_and_kilo_configs_are_read_where_each_host_reads_them() {
     let ks = find(&f.path_str("xdg/kilo/kilo.json"));
     assert_eq!((ks["host"].as_str(), ks["program"].as_str()), (Some("kilo"), Some("tides.py")), "{h:#}");
 }
+
+#[test]
+fn an_interpreter_running_pipx_is_pipx_and_its_orphan_tree_is_reaped() {
+    // Debian's pipx is a Python script: `/usr/bin/python3 /usr/bin/pipx run
+    // mcp-server-time` stays the parent of the server. It is that launcher,
+    // so once the host dies the tree is an orphan, not `foreign`.
+    let f = Fixture::new("hostcfg-pipx");
+    let sb = Sandbox::new(vec![Spec::new(&["claude"]).child(
+        Spec::new(&["/usr/bin/python3", "/usr/bin/pipx", "run", "mcp-server-time"]).child(Spec::new(&[
+            "/home/u/.local/share/pipx/.cache/0a1b/bin/python",
+            "/home/u/.local/share/pipx/.cache/0a1b/bin/mcp-server-time",
+        ])),
+    )]);
+    let (host, pipx) = (sb.pid_of("claude"), sb.pid_of("/usr/bin/python3 /usr/bin/pipx"));
+    let server = sb.pid_of("/home/u/.local/share/pipx/.cache/0a1b/bin/python");
+    sb.kill_host(host);
+    let v = once(&f, &sb);
+    let o = outcomes(&v);
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!((o[0]["root"]["pid"].as_i64(), o[0]["verdict"].as_str()), (Some(pipx.into()), Some("orphan")), "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(pipx) && !alive(server)));
+}

@@ -208,6 +208,20 @@ fn configured_commands_match_the_chains_they_expand_into() {
     assert!(!runs(&uv, &["python3", "weather.py"], "/home/u/other"), "another weather.py");
     assert!(!runs(&uv, &["python3", "forecast.py"], "/home/u/weather"));
 
+    // Kilo's shape: the directory after `run`, and every order of uv's options.
+    let kilo = compile(&v(&["uv", "run", "--directory", "/home/u/weather", "weather.py"]), None).unwrap();
+    assert_eq!((kilo.name.as_str(), kilo.weak), ("weather.py", false));
+    assert!(runs(&kilo, &["uv", "--no-cache", "run", "--directory", "/home/u/weather", "weather.py"], "/"));
+    assert!(runs(&kilo, &["/home/u/weather/.venv/bin/python3", "weather.py"], "/home/u/weather"));
+    assert!(!runs(&kilo, &["python3", "weather.py"], "/home/u/other"));
+    // Qwen's shape: `python -m weather` in a project directory is the module there.
+    let qwen = compile(&v(&[".venv/bin/python", "-m", "weather"]), Some(Path::new("/home/u/weather"))).unwrap();
+    assert_eq!(qwen.name, "weather");
+    assert!(runs(&qwen, &["/home/u/weather/.venv/bin/python", "-m", "weather"], "/home/u/weather"));
+    assert!(!runs(&qwen, &["/home/u/other/.venv/bin/python", "-m", "weather"], "/home/u/other"));
+    let installed = compile(&v(&["python3", "-m", "mcp_server_git"]), None).unwrap();
+    assert!(runs(&installed, &["python3", "-m", "mcp_server_git"], "/anywhere"));
+
     // npx: npm exec, the shell it may run, and node running the bin.
     let npx = compile(&v(&["npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/u/code"]), None).unwrap();
     assert_eq!(npx.name, "@modelcontextprotocol/server-filesystem");
