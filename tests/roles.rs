@@ -145,6 +145,8 @@ const ROWS: &[Row] = &[
     r(&["node", "/usr/bin/cline"], "cline", Host),
     r(&["/usr/lib/node_modules/cline/bin/.cline", "--config", "/home/u/.cline"], ".cline", Host),
     r(&["kilo", "serve", "--port", "0"], "kilo", Host),
+    r(&["/usr/lib/node_modules/cline/bin/.cline", "--cline-hub-daemon"], ".cline", Host),
+    r(&["node", "/usr/bin/cline", "--cline-hub-daemon", "--port", "0"], "cline", Host),
     r(&["kilo", "run", "summarize"], "kilo", Host),
     r(&["kilo"], "kilo", Host),
     r(&["node", "/usr/lib/node_modules/@kilocode/cli/bin/kilo"], "@kilocode/cli", Host),

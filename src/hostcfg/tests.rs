@@ -278,6 +278,15 @@ fn markers_keep_only_the_session_id() {
     let g = markers::parse(b"GEMINI_CLI=1\0CLAUDE_CODE_SESSION_ID=$(rm -rf)\0");
     assert!(g.gemini_cli && g.session.is_none());
     assert!(markers::Markers::default().fit(markers::family("codex")));
+    // Issue 23's hosts: opencode, Qwen Code, Kilo, Cline.
+    let o = markers::parse(b"OPENCODE=1\0OPENCODE_PID=4242\0");
+    assert!(o.fit(markers::family("opencode")) && !o.fit(markers::family("qwen")));
+    let q = markers::parse(b"QWEN_CODE_SESSION_ID=5e0c-77\0QWEN_CODE_LAUNCHER_PID=17\0");
+    assert!(q.fit(markers::family("qwen")) && q.session.as_deref() == Some("5e0c-77"));
+    let k = markers::parse(b"KILO_PID=x\0KILO_RUN_ID=r1\0");
+    assert!(k.fit(markers::family("kilo")) && !k.fit(markers::family("cline")));
+    assert!(!markers::parse(b"KILO_PID=12ab\0OPENCODE=0\0").fit(markers::family("kilo")));
+    assert!(markers::parse(b"CLINE_CONNECTOR_CLI_LAUNCH=1\0").fit(markers::family(".cline")));
 }
 
 #[test]
