@@ -27,6 +27,7 @@ pub mod markers;
 pub mod matching;
 pub mod places;
 mod registry;
+pub mod sdk;
 mod yaml;
 
 #[cfg(test)]
@@ -121,12 +122,14 @@ pub struct Report {
 }
 
 /// Turns the processes the users' configs name into servers (see the module
-/// docs). Called after roles are (re)computed.
+/// docs), then the candidates whose own program declares a server SDK
+/// ([`sdk`]). Called after roles are (re)computed.
 pub fn apply(procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest) {
-    if !cfg.read_host_configs {
-        return;
+    let mut r = registry::lock();
+    if cfg.read_host_configs {
+        r.apply(procfs, cfg, snap, forest);
     }
-    registry::lock().apply(procfs, cfg, snap, forest);
+    r.apply_sdk(procfs, cfg, snap, forest);
 }
 
 /// The live hosts, files and configured servers of the last cycle.

@@ -46,6 +46,8 @@ pub struct Registry {
     /// configs up to four times (once per round of details), files are
     /// looked at (one `stat` each) at most once per [`LOOK`].
     pub(super) last: Option<LastRead>,
+    /// Program evidence read so far ([`super::sdk`]).
+    sdk: super::sdk::SdkCache,
 }
 
 /// What the last read looked at: users, projects, host environments and
@@ -132,6 +134,13 @@ fn named_config(p: &Process, cwd: Option<&Path>) -> Option<PathBuf> {
 }
 
 impl Registry {
+    /// Servers by their own program's SDK, among this reaper's users.
+    pub(super) fn apply_sdk(&mut self, procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest) {
+        let self_uid = snap.ctx.self_uid.map_or_else(|| rustix::process::getuid().as_raw(), |u| u.0);
+        let eligible = |u: u32| if self_uid == 0 { u >= cfg.min_uid } else { u == self_uid };
+        self.sdk.apply(procfs, cfg, snap, forest, &eligible);
+    }
+
     pub(super) fn apply(&mut self, procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest) {
         let self_uid = snap.ctx.self_uid.map_or_else(|| rustix::process::getuid().as_raw(), |u| u.0);
         let eligible = |u: u32| if self_uid == 0 { u >= cfg.min_uid } else { u == self_uid };

@@ -98,6 +98,11 @@ pub struct Member {
     pub role_rule: Option<String>,
     /// The host config that names it, when that made it a server.
     pub configured: Option<ConfiguredIn>,
+    /// What its own program declares, when that made it a server: `kind`
+    /// (`imports`: its entry imports an MCP SDK's server half; `declares`:
+    /// its project depends on the SDK and it is the project's entry),
+    /// `found` (`mcp.server.fastmcp`) and `file`.
+    pub sdk: Option<crate::hostcfg::sdk::Evidence>,
     /// The facts the verdict rests on.
     pub evidence: Evidence,
 }
@@ -173,6 +178,9 @@ pub fn role_rule(a: &Assessment, m: usize) -> Option<String> {
     let p = &a.snapshot.procs[m];
     if let Some(o) = a.forest.origins.get(&m) {
         return Some(o.describe());
+    }
+    if let Some(e) = a.forest.sdk.get(&m) {
+        return Some(e.describe());
     }
     match (r.role, r.pattern) {
         (Role::Other, _) => None,
@@ -265,6 +273,7 @@ pub fn build(a: &Assessment) -> ScanReport {
                             via: p.program.via.as_str(),
                             role_rule: role_rule(a, m),
                             configured: configured_in(a, m),
+                            sdk: a.forest.sdk.get(&m).map(|e| (**e).clone()),
                             evidence: evidence(p),
                         }
                     })
