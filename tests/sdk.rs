@@ -206,3 +206,36 @@ fn bystanders_with_stdio_links_in_an_mcp_project_stay() {
     assert!(roots(&v).is_empty(), "{v:#}");
     sb.assert_alive(&all);
 }
+
+/// The MCP Python SDK 2.x while serving: the host's pipes kept on fds 3 and
+/// 4, fd 0 on /dev/null, fd 1 onto stderr; then busy (a blocking tool call).
+const V2_PY: &str = "import os, time\ntry:\n    from mcp.server.fastmcp import FastMCP\nexcept ImportError:\n    FastMCP = None\nrd, wr = os.dup(0), os.dup(1)\nnull = os.open(os.devnull, os.O_RDONLY)\nos.dup2(null, 0)\nos.close(null)\nos.dup2(2, 1)\nwhile True:\n    time.sleep(3600)\n";
+
+#[test]
+fn an_sdk_2_server_keeps_its_transport_above_fd_2_and_is_still_known() {
+    // The system's interpreter, else PATH's (a pyenv shim execs the real one).
+    let system = Some(PathBuf::from("/usr/bin/python3")).filter(|p| p.is_file());
+    let Some(python) = system.or_else(|| common::find_tool("python3")) else {
+        common::skip("an_sdk_2_server_keeps_its_transport_above_fd_2_and_is_still_known", "no python3 on PATH");
+        return;
+    };
+    let f = Fixture::new("sdk-v2");
+    f.write("v2/server.py", V2_PY);
+    let py = python.display().to_string();
+    let sb = Sandbox::new(vec![
+        Spec::new(&["python3", "agent.py"])
+            .cwd(&f.path("agent"))
+            .child(Spec::new(&[&py, "server.py"]).cwd(&f.path("v2")).real()),
+    ]);
+    let host = sb.pid_of("python3 agent.py");
+    let server = sb.pid_of(&format!("{py} server.py"));
+    let moved = || std::fs::read_link(format!("/proc/{server}/fd/0")).is_ok_and(|t| t == Path::new("/dev/null"));
+    assert!(wait_until(Duration::from_secs(20), moved), "the server never moved its stdin to /dev/null");
+    sb.kill_host(host);
+    let v = scan(&f, &sb);
+    let m = member(&v, server).unwrap_or_else(|| panic!("the SDK 2.x server is in no tree: {v:#}"));
+    assert_eq!(m["sdk"]["found"], "mcp.server.fastmcp", "{m:#}");
+    assert_eq!(m["evidence"]["fd0"], "/dev/null", "{m:#}");
+    assert_eq!(m["evidence"]["transport"], serde_json::json!({"input": 3, "output": 4}), "{m:#}");
+    sb.assert_alive(&[server]);
+}

@@ -16,9 +16,11 @@
 //! A client (`mcp.client`, `stdio_client`, `ClientSession`,
 //! `@modelcontextprotocol/sdk/client`, `StdioClientTransport`) is a host's
 //! half, never a server, whatever else it imports. Only candidates are read:
-//! processes in scope whose fds 0 and 1 are both a pipe or a socket (a
-//! stdio server's shape; one on `/dev/null` or a terminal was started to run
-//! on its own) and whose tree would hang below an adopter or a live host.
+//! processes in scope with a stdio transport — fds 0 and 1 both a pipe or a
+//! socket, or the Python SDK 2.x's pipes kept above fd 2
+//! ([`crate::scan::Details::transport_fds`]); one on `/dev/null` or a
+//! terminal without those was started to run on its own — and whose tree
+//! would hang below an adopter or a live host.
 //! Files are read as their owner ([`crate::userfile`]: owned by the
 //! process's user, regular, capped), cached per (device, inode, mtime); a
 //! process's verdict is decided once per identity.
@@ -27,6 +29,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, Role, RoleMatch};
 use crate::ids::{Identity, Pid};
@@ -103,7 +106,13 @@ pub struct SdkCache {
     scripts: HashMap<PathBuf, (Stamp, Says)>,
     manifests: HashMap<PathBuf, (Stamp, Option<Manifest>)>,
     decided: HashMap<Identity, Option<Arc<Evidence>>>,
+    /// Processes found without a stdio transport, and when: looked at again
+    /// after [`RELOOK`].
+    unlinked: HashMap<Identity, Instant>,
 }
+
+/// How long a process found without a stdio transport is not looked at again.
+const RELOOK: Duration = Duration::from_secs(30);
 
 impl SdkCache {
     /// Makes servers of the candidates whose program declares a server SDK.
@@ -139,8 +148,13 @@ impl SdkCache {
             {
                 continue;
             }
+            if self.unlinked.get(&p.id).is_some_and(|t| t.elapsed() < RELOOK) {
+                continue;
+            }
             let dir = procfs.root().join(p.pid().get().to_string());
-            if !stdio_linked(p, &dir) {
+            if !stdio_linked(procfs, p, &dir) {
+                // Its stdio may still move (an SDK dups its pipes once serving).
+                self.unlinked.insert(p.id, Instant::now());
                 continue;
             }
             let Some(uid) = p.uid().map(|u| u.0).or_else(|| std::fs::metadata(&dir).ok().map(|m| m.uid())) else {
@@ -163,6 +177,7 @@ impl SdkCache {
         }
         let present: std::collections::HashSet<Identity> = snap.procs.iter().map(|p| p.id).collect();
         self.decided.retain(|id, _| present.contains(id));
+        self.unlinked.retain(|id, _| present.contains(id));
         if self.scripts.len() > 4096 {
             self.scripts.clear();
         }
@@ -296,14 +311,23 @@ fn word_at(text: &str, name: crate::program::Span) -> (&str, &str) {
     (&text[start..end], &text[..start])
 }
 
-/// fds 0 and 1 both a pipe or a socket, from the details when loaded.
-fn stdio_linked(p: &Process, dir: &Path) -> bool {
-    let kind = |fd: usize| match &p.details {
-        Some(d) => d.fd_kind(fd),
-        None => std::fs::read_link(dir.join("fd").join(fd.to_string()))
-            .map_or(FdKind::Unknown, |t| FdTarget(t.to_string_lossy().into_owned()).kind()),
+/// Whether it has a stdio transport ([`crate::scan::Details::transport_fds`]):
+/// fds 0 and 1 both a pipe or a socket, or the host's pipes kept above 2
+/// with fd 0 on `/dev/null` (the Python SDK 2.x), from the details when
+/// loaded, else read for it (the fd table only where fd 0 is `/dev/null`).
+fn stdio_linked(procfs: &ProcFs, p: &Process, dir: &Path) -> bool {
+    if let Some(d) = &p.details {
+        return d.transport_fds().is_some();
+    }
+    let kind = |fd: usize| {
+        std::fs::read_link(dir.join("fd").join(fd.to_string()))
+            .map_or(FdKind::Unknown, |t| FdTarget(t.to_string_lossy().into_owned()).kind())
     };
-    kind(0).is_link() && kind(1).is_link()
+    match kind(0) {
+        k if k.is_link() => kind(1).is_link(),
+        FdKind::Null => procfs.details(p.id).is_some_and(|d| d.transport_fds().is_some()),
+        _ => false,
+    }
 }
 
 /// Whether the tree `i` would root is below an adopter (orphaned) or a live

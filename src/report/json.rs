@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::config::Role;
 use crate::policy::Assessment;
 use crate::policy::{Judgement, Verdict};
-use crate::scan::{FdKind, Holder, Process, Snapshot, StdinEnd};
+use crate::scan::{Details, FdKind, Holder, Process, Snapshot, StdinEnd};
 
 #[derive(Serialize)]
 pub struct ScanReport {
@@ -141,6 +141,10 @@ pub struct Evidence {
     pub unit_main: Option<bool>,
     /// Whether anyone can still write to its stdin, where that was looked at.
     pub stdin: Option<String>,
+    /// The fds its stdio transport runs over (`input`, `output`): 0 and 1,
+    /// or the pipes the Python SDK 2.x keeps above fd 2; `None`: no pipe or
+    /// socket carries one (or its fds are unreadable).
+    pub transport: Option<crate::scan::Transport>,
 }
 
 /// The program of a process as shown: masked like its command line.
@@ -158,6 +162,7 @@ fn evidence(p: &Process) -> Evidence {
         unit: unit.map(|u| u.name.clone()),
         unit_main: unit.and_then(|u| u.main),
         stdin: d.and_then(|d| d.stdin.as_ref()).map(stdin_words),
+        transport: d.and_then(Details::transport_fds),
     }
 }
 

@@ -31,7 +31,8 @@ pub use link::Question;
 pub use parse::{MemInfo, Rollup};
 pub use pressure::Pressure;
 pub use process::{
-    Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit, boot_tick,
+    Context, Details, FdKind, FdTarget, HighLink, Holder, ProcState, Process, Snapshot, StdinEnd, Transport, Unit,
+    boot_tick,
 };
 pub use procfs::ProcFs;
 
