@@ -105,7 +105,9 @@ struct Manifest {
 pub struct SdkCache {
     scripts: HashMap<PathBuf, (Stamp, Says)>,
     manifests: HashMap<PathBuf, (Stamp, Option<Manifest>)>,
-    decided: HashMap<Identity, Option<Arc<Evidence>>>,
+    /// Per process, with a hash of the command line it was decided for (an
+    /// exec keeps the identity, not the program).
+    decided: HashMap<Identity, (u64, Option<Arc<Evidence>>)>,
     /// Processes found without a stdio transport, and when: looked at again
     /// after [`RELOOK`].
     unlinked: HashMap<Identity, Instant>,
@@ -136,7 +138,10 @@ impl SdkCache {
             if !matches!(p.program.via, Via::Script | Via::Runner) {
                 continue;
             }
-            if let Some(known) = self.decided.get(&p.id) {
+            let argv = hash(&p.cmdline);
+            if let Some((h, known)) = self.decided.get(&p.id)
+                && *h == argv
+            {
                 if let Some(e) = known {
                     found.push((i, Arc::clone(e)));
                 }
@@ -152,20 +157,21 @@ impl SdkCache {
                 continue;
             }
             let dir = procfs.root().join(p.pid().get().to_string());
+            let Some(uid) = p.uid().map(|u| u.0).or_else(|| std::fs::metadata(&dir).ok().map(|m| m.uid())) else {
+                continue;
+            };
+            if !eligible(uid) {
+                self.decided.insert(p.id, (argv, None));
+                continue;
+            }
             if !stdio_linked(procfs, p, &dir) {
                 // Its stdio may still move (an SDK dups its pipes once serving).
                 self.unlinked.insert(p.id, Instant::now());
                 continue;
             }
-            let Some(uid) = p.uid().map(|u| u.0).or_else(|| std::fs::metadata(&dir).ok().map(|m| m.uid())) else {
-                continue;
-            };
-            if !eligible(uid) {
-                continue;
-            }
             fresh += 1;
             let e = self.evidence(p, &dir, uid).map(Arc::new);
-            self.decided.insert(p.id, e.clone());
+            self.decided.insert(p.id, (argv, e.clone()));
             if let Some(e) = e {
                 found.push((i, e));
             }
@@ -262,6 +268,13 @@ impl SdkCache {
         }
         None
     }
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 fn imports(found: String, file: &Path) -> Evidence {
