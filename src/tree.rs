@@ -46,9 +46,9 @@ pub struct Forest {
     /// Whether each process is inside the scope (a strict descendant of it).
     in_scope: Vec<bool>,
     /// Servers by their hosts' configs (see [`crate::hostcfg`]), and why.
-    pub origins: std::collections::HashMap<usize, std::sync::Arc<crate::hostcfg::Origin>>,
+    pub origins: std::collections::HashMap<usize, std::sync::Arc<crate::role::Origin>>,
     /// Servers by their own program's SDK (see [`crate::hostcfg::sdk`]), and why.
-    pub sdk: std::collections::HashMap<usize, std::sync::Arc<crate::hostcfg::sdk::Evidence>>,
+    pub sdk: std::collections::HashMap<usize, std::sync::Arc<crate::role::SdkEvidence>>,
 }
 
 /// A server tree before judgement.

@@ -38,6 +38,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::Config;
+/// Kept beside the roles it explains, so `tree` needs nothing of this stage.
+pub use crate::role::Origin;
 use crate::scan::{ProcFs, Snapshot};
 use crate::tree::Forest;
 use lineage::Lineage;
@@ -46,33 +48,6 @@ pub use registry::Registry;
 
 /// How long a user's configs are still read after their last host was seen.
 pub const RECENT: Duration = Duration::from_secs(3600);
-
-/// Why a process is a server by configuration, for explanations.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Origin {
-    /// The file, as shown (`~/.claude.json`, `/home/u/p/.mcp.json`).
-    pub file: String,
-    /// Where in it (`mcpServers.weather`).
-    pub key: String,
-    /// The host below which it was seen, with its pid and session id.
-    pub seen_below: Option<(String, i32, Option<String>)>,
-}
-
-impl Origin {
-    /// `configured in ~/.claude.json (mcpServers.weather)`, and the host it
-    /// was seen below.
-    pub fn describe(&self) -> String {
-        use std::fmt::Write;
-        let mut s = format!("configured in {} ({})", self.file, self.key);
-        if let Some((host, pid, session)) = &self.seen_below {
-            let _ = write!(s, "; seen as a child of host {host} [{pid}]");
-            if let Some(id) = session {
-                let _ = write!(s, ", session {id}");
-            }
-        }
-        s
-    }
-}
 
 /// One configured server of one user, as `reaperctl hosts` lists it.
 #[derive(Clone, Debug, Serialize)]

@@ -48,27 +48,8 @@ const MANIFEST_DEPTH: usize = 6;
 /// number of reads; the rest are looked at in the next cycles.
 const PER_CYCLE: usize = 64;
 
-/// What made a process a server, for explanations and `reaperctl scan`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Evidence {
-    /// `imports` (its entry imports the SDK's server half) or `declares`
-    /// (its project depends on the SDK and this is the project's entry).
-    pub kind: &'static str,
-    /// The module, import or dependency found (`mcp.server.fastmcp`).
-    pub found: String,
-    /// The file it was found in.
-    pub file: String,
-}
-
-impl Evidence {
-    /// `its script imports mcp.server.fastmcp (/home/u/weather/weather.py)`.
-    pub fn describe(&self) -> String {
-        match self.kind {
-            "imports" => format!("its script imports {} ({})", self.found, self.file),
-            _ => format!("its project declares {} ({}) and this is its entry", self.found, self.file),
-        }
-    }
-}
+/// Kept beside the roles it explains, so `tree` needs nothing of this stage.
+pub use crate::role::SdkEvidence as Evidence;
 
 /// What a file's text says.
 #[derive(Clone, Debug, PartialEq, Eq)]
