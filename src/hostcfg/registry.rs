@@ -100,6 +100,35 @@ fn home_of(uid: u32, self_uid: u32) -> Option<PathBuf> {
     crate::userfile::passwd_home(uid)
 }
 
+/// Host environments (or named files) kept per user: a user running many
+/// hosts with differing values costs at most this many sets of `stat`s a
+/// look; the most recently seen are kept.
+const PER_USER: usize = 16;
+
+fn bound<K: Clone + Eq + std::hash::Hash + KeyUid>(m: &mut HashMap<K, Instant>) {
+    let mut by_uid: HashMap<u32, Vec<(Instant, K)>> = HashMap::new();
+    for (k, t) in m.iter() {
+        by_uid.entry(k.uid()).or_default().push((*t, k.clone()));
+    }
+    for (_, mut v) in by_uid.into_iter().filter(|(_, v)| v.len() > PER_USER) {
+        v.sort_by_key(|e| std::cmp::Reverse(e.0));
+        for (_, k) in v.into_iter().skip(PER_USER) {
+            m.remove(&k);
+        }
+    }
+}
+
+/// The user a kept entry belongs to.
+trait KeyUid {
+    fn uid(&self) -> u32;
+}
+
+impl<T> KeyUid for (u32, T) {
+    fn uid(&self) -> u32 {
+        self.0
+    }
+}
+
 /// A user's file as shown: `~/…` below the home, else its path.
 fn shown(path: &Path, home: Option<&Path>) -> String {
     match home.and_then(|h| path.strip_prefix(h).ok()) {
@@ -194,6 +223,8 @@ impl Registry {
         self.recent.retain(|_, t| now.duration_since(*t) < RECENT);
         self.recent_places.retain(|_, t| now.duration_since(*t) < RECENT);
         self.recent_files.retain(|_, t| now.duration_since(*t) < RECENT);
+        bound(&mut self.recent_places);
+        bound(&mut self.recent_files);
 
         // Users with a host alive lately, or with servers seen below one
         // (a `--once` timer learns those from its state file).
@@ -446,5 +477,24 @@ impl Registry {
         let hp = &snap.procs[h];
         let family = markers::family(hp.program.name(&hp.cmdline));
         family == markers::Family::Unmarked || self.markers_of(procfs, p).is_some_and(|m| m.fit(family))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_users_host_environments_are_bounded_keeping_the_latest() {
+        let t0 = Instant::now();
+        let mut m: HashMap<(u32, PathBuf), Instant> = HashMap::new();
+        for n in 0..40u64 {
+            m.insert((1000, PathBuf::from(format!("/h/{n}"))), t0 + Duration::from_millis(n));
+        }
+        m.insert((1001, PathBuf::from("/other")), t0);
+        bound(&mut m);
+        assert_eq!(m.keys().filter(|k| k.0 == 1000).count(), PER_USER);
+        assert!(m.contains_key(&(1000, PathBuf::from("/h/39"))) && !m.contains_key(&(1000, PathBuf::from("/h/0"))));
+        assert!(m.contains_key(&(1001, PathBuf::from("/other"))));
     }
 }
