@@ -147,6 +147,18 @@ pub const UV_OPTS: &[&str] = &[
     "--reinstall-package",
     "--upgrade-package",
     "-P",
+    "-w",
+    "--no-group",
+    "--only-group",
+    "--fork-strategy",
+    "--config-setting",
+    "-C",
+    "--python-platform",
+    "--exclude-newer-package",
+    "--no-build-isolation-package",
+    "--no-binary-package",
+    "--no-build-package",
+    "--no-sources-package",
 ];
 
 /// pipx `run` options that take a value.

@@ -133,6 +133,8 @@ fn uv_global_options_in_any_order_and_interpreters_running_launchers() {
         ("uv run --with mcp --directory /w --python 3.12 --no-sync weather.py", "weather.py", Via::Runner),
         ("uv --project /w run --frozen python -m weather", "weather", Via::Runner),
         ("uv run --directory /w -- python weather.py", "weather.py", Via::Runner),
+        ("uv run -w httpx --only-group dev --directory /w weather.py", "weather.py", Via::Runner),
+        ("uv --color never run -C k=v --fork-strategy fewest --directory /w weather.py", "weather.py", Via::Runner),
         ("/usr/bin/python3 /usr/bin/pipx run mcp-server-time", "mcp-server-time", Via::Package),
         ("python3 /home/u/.local/bin/pipx run --spec mcp-server-time mcp-server-time", "mcp-server-time", Via::Package),
         ("/usr/bin/python3 /usr/bin/uvx mcp-server-fetch", "mcp-server-fetch", Via::Package),
