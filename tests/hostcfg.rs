@@ -370,3 +370,42 @@ fn an_interpreter_running_pipx_is_pipx_and_its_orphan_tree_is_reaped() {
     assert_eq!((o[0]["root"]["pid"].as_i64(), o[0]["verdict"].as_str()), (Some(pipx.into()), Some("orphan")), "{v:#}");
     assert!(wait_until(Duration::from_secs(10), || !alive(pipx) && !alive(server)));
 }
+
+#[test]
+fn qwens_python_dash_m_server_in_its_directory_is_reaped_and_its_namesake_elsewhere_kept() {
+    // Qwen Code's documented shape: `.venv/bin/python -m weather` with `cwd`,
+    // in ~/.qwen/settings.json of the HOME Qwen runs with. The module is the
+    // one in that directory: a `python -m weather` elsewhere is another program.
+    let f = Fixture::new("hostcfg-qwen");
+    std::fs::create_dir_all(f.path("qhome/.qwen")).unwrap();
+    let q = serde_json::json!({"mcpServers": {"weather": {"command": ".venv/bin/python", "args": ["-m", "weather"],
+        "cwd": f.path_str("weather")}}});
+    std::fs::write(f.path("qhome/.qwen/settings.json"), q.to_string()).unwrap();
+    let venv = |d: &str| format!("{}/.venv/bin/python", f.path_str(d));
+    let sb = Sandbox::new(vec![
+        Spec::new(&["node", "/usr/local/bin/qwen"])
+            .env("HOME", &f.path_str("qhome"))
+            .child(
+                Spec::new(&[&venv("weather"), "-m", "weather"])
+                    .cwd(&f.path("weather"))
+                    .env("QWEN_CODE_SESSION_ID", "5e0c-77"),
+            )
+            .child(Spec::new(&[&venv("other"), "-m", "weather"]).cwd(&f.path("other"))),
+    ]);
+    let host = sb.pid_of("node /usr/local/bin/qwen");
+    let server = sb.pid_of(&venv("weather"));
+    let other = sb.pid_of(&venv("other"));
+    assert!(outcomes(&once(&f, &sb)).is_empty());
+    let v = scan(&f, &sb);
+    let m = member(&v, server).unwrap_or_else(|| panic!("Qwen's server is in no tree: {v:#}"));
+    assert_eq!(m["configured"]["file"], f.path_str("qhome/.qwen/settings.json"), "{m:#}");
+    assert_eq!(m["configured"]["session"], "5e0c-77", "{m:#}");
+    assert!(member(&v, other).is_none(), "{v:#}");
+    sb.kill_host(host);
+    let v = once(&f, &sb);
+    let o = outcomes(&v);
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!(o[0]["root"]["pid"], server, "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)));
+    sb.assert_alive(&[other]);
+}
