@@ -409,3 +409,30 @@ fn qwens_python_dash_m_server_in_its_directory_is_reaped_and_its_namesake_elsewh
     assert!(wait_until(Duration::from_secs(10), || !alive(server)));
     sb.assert_alive(&[other]);
 }
+
+#[test]
+fn clines_hub_daemon_outlives_the_cli_and_is_kept_with_its_servers() {
+    // `cline` starts a shared `cline --cline-hub-daemon` in a session of its
+    // own (stdio on /dev/null) that outlives the CLI: a host by its own
+    // pattern, kept with what runs below it once the CLI is gone.
+    let f = Fixture::new("hostcfg-cline-hub");
+    let sb = Sandbox::new(vec![
+        Spec::new(&["node", "/usr/bin/cline"]).child(
+            Spec::new(&["/usr/lib/node_modules/cline/bin/.cline", "--cline-hub-daemon"])
+                .setsid()
+                .stdio_null()
+                .child(Spec::new(&["npm", "exec", "@modelcontextprotocol/server-memory"])),
+        ),
+    ]);
+    let cli = sb.pid_of("node /usr/bin/cline");
+    let hub = sb.pid_of("/usr/lib/node_modules/cline/bin/.cline");
+    let server = sb.pid_of("npm exec @modelcontextprotocol/server-memory");
+    sb.kill_host(cli);
+    let v = once(&f, &sb);
+    assert!(outcomes(&v).is_empty(), "{v:#}");
+    let v = scan(&f, &sb);
+    let t = v["trees"].as_array().unwrap().iter().find(|t| t["root"] == server).unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(t["verdict"], "live", "{t:#}");
+    assert!(t["reason"].as_str().is_some_and(|r| r.contains(".cline")), "{t:#}");
+    sb.assert_alive(&[hub, server]);
+}
