@@ -77,10 +77,14 @@ impl Fixture {
 }
 
 fn run(f: &Fixture, bin: &str, args: &[&str]) -> Value {
+    run_with(f, &f.dir.config(0, ""), bin, args)
+}
+
+fn run_with(f: &Fixture, cfg: &Path, bin: &str, args: &[&str]) -> Value {
     let out = Command::new(bin)
         .args(args)
         .arg("--config")
-        .arg(f.dir.config(0, ""))
+        .arg(cfg)
         .env("HOME", f.path("home"))
         .stdin(Stdio::null())
         .output()
@@ -151,6 +155,11 @@ fn an_sdk_client_hosts_orphans_are_reaped_by_what_their_programs_import() {
     // While the host lives nothing is reaped.
     assert!(roots(&once(&f, &sb)).is_empty());
     sb.kill_host(host);
+
+    // `[hosts] read_programs = false`: no program is read, none is known.
+    let off = f.dir.write("off.toml", f.dir.config_text(0, "", "[hosts]\nread_programs = false"));
+    let v = run_with(&f, &off, env!("CARGO_BIN_EXE_reaperctl"), &["scan", "--json", "--scope", &s(sb.scope_pid())]);
+    assert!(member(&v, weather).is_none() && member(&v, node).is_none(), "{v:#}");
 
     let v = scan(&f, &sb);
     let m = member(&v, weather).unwrap_or_else(|| panic!("the weather server is in no tree: {v:#}"));

@@ -104,7 +104,9 @@ pub fn apply(procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest
     if cfg.read_host_configs {
         r.apply(procfs, cfg, snap, forest);
     }
-    r.apply_sdk(procfs, cfg, snap, forest);
+    if cfg.read_server_programs {
+        r.apply_sdk(procfs, cfg, snap, forest);
+    }
 }
 
 /// The live hosts, files and configured servers of the last cycle.
