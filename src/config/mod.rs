@@ -70,6 +70,9 @@ pub struct Config {
     pub min_uid: u32,
     /// `[hosts] read_configs`: servers the hosts' own MCP configs name are servers.
     pub read_host_configs: bool,
+    /// `[hosts] read_programs`: a process whose own program imports (or
+    /// whose project declares) an MCP SDK's server half is a server.
+    pub read_server_programs: bool,
     pub patterns: PatternLists,
     pub socket: Option<PathBuf>,
     pub state_file: Option<PathBuf>,

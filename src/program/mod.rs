@@ -8,6 +8,8 @@
 //! - for interpreters (node, bun, deno, python, pypy, java, ruby, perl, tsx)
 //!   the script (its package inside `node_modules/`), the `-m` module, the
 //!   `-jar` file or the main class;
+//!   an interpreter running a launcher's own script (`node …/pnpm.cjs dlx`,
+//!   `python3 /usr/bin/pipx run`, `python3 …/poetry run`) is that launcher;
 //! - for package runners (npm exec, npx, pnpm dlx/exec, yarn dlx, bunx, bun x,
 //!   uvx, uv tool run, pipx run, deno run npm:) the package, version dropped;
 //! - for `docker|podman run` the image, tag dropped;
@@ -281,6 +283,15 @@ fn interpreted(text: &str, words: &[Span], i: usize, interp: Interp, depth: u8) 
         if let Some(p) = p {
             return p;
         }
+    }
+    // A launcher that is a Python script (`/usr/bin/python3 /usr/bin/pipx
+    // run pkg`, as Debian installs pipx; poetry, pdm, …): that launcher.
+    if interp == Interp::Python
+        && launch::python_tool(sbase)
+        && depth > 1
+        && let Some(p) = identify_at(text, words, k, depth - 1).filter(|p| p.via != Via::Exec)
+    {
+        return p;
     }
     if interp == Interp::TsRunner {
         return ts_runner(text, words, i, depth).unwrap_or_else(|| make(text, words, k, script, Via::Script));

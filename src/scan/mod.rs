@@ -42,8 +42,8 @@ pub use link::Question;
 pub use parse::{MemInfo, Rollup};
 pub use pressure::Pressure;
 pub use process::{
-    CgroupContainer, Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit,
-    boot_tick,
+    CgroupContainer, Context, Details, FdKind, FdTarget, HighLink, Holder, ProcState, Process, Snapshot, StdinEnd,
+    Transport, Unit, boot_tick,
 };
 pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, ProcFs};
 
