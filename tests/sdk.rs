@@ -246,5 +246,46 @@ fn an_sdk_2_server_keeps_its_transport_above_fd_2_and_is_still_known() {
     assert_eq!(m["sdk"]["found"], "mcp.server.fastmcp", "{m:#}");
     assert_eq!(m["evidence"]["fd0"], "/dev/null", "{m:#}");
     assert_eq!(m["evidence"]["transport"], serde_json::json!({"input": 3, "output": 4}), "{m:#}");
-    sb.assert_alive(&[server]);
+    // Its transport is its stdio evidence: an orphan, not a detached job.
+    let t = v["trees"].as_array().unwrap().iter().find(|t| t["root"] == server).unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(t["verdict"], "orphan", "{t:#}");
+    let reason = t["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("pipe on fds 3 and 4") && reason.contains("its script imports mcp.server.fastmcp"),
+        "{reason}"
+    );
+    assert_eq!(roots(&once(&f, &sb)), [i64::from(server)]);
+    assert!(wait_until(Duration::from_secs(10), || !common::alive(server)), "the SDK 2.x orphan survived");
+}
+
+#[test]
+fn an_sdk_2_server_whose_live_host_closed_its_moved_transport_is_abandoned() {
+    let system = Some(PathBuf::from("/usr/bin/python3")).filter(|p| p.is_file());
+    let Some(python) = system.or_else(|| common::find_tool("python3")) else {
+        common::skip("an_sdk_2_server_whose_live_host_closed_its_moved_transport_is_abandoned", "no python3 on PATH");
+        return;
+    };
+    let f = Fixture::new("sdk-v2-abandoned");
+    f.write("v2/server.py", V2_PY);
+    let py = python.display().to_string();
+    // A host in a terminal-less headless run that ends the server's stdin
+    // (fd 0, which the server has moved to fd 3) and keeps running.
+    let sb = Sandbox::new(vec![
+        Spec::new(&["claude", "--resume"])
+            .stdio_null()
+            .child(Spec::new(&[&py, "server.py"]).cwd(&f.path("v2")).real().close_stdin_after(300)),
+    ]);
+    let host = sb.pid_of("claude");
+    let server = sb.pid_of(&format!("{py} server.py"));
+    let moved = || std::fs::read_link(format!("/proc/{server}/fd/0")).is_ok_and(|t| t == Path::new("/dev/null"));
+    assert!(wait_until(Duration::from_secs(20), moved), "the server never moved its stdin to /dev/null");
+    let mut v = Value::Null;
+    let seen = wait_until(Duration::from_secs(20), || {
+        v = scan(&f, &sb);
+        v["trees"].as_array().unwrap().iter().any(|t| t["root"] == server && t["verdict"] == "abandoned")
+    });
+    assert!(seen, "never abandoned: {v:#}");
+    assert_eq!(roots(&once(&f, &sb)), [i64::from(server)]);
+    assert!(wait_until(Duration::from_secs(10), || !common::alive(server)), "the abandoned server survived");
+    sb.assert_alive(&[host]);
 }
