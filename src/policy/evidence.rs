@@ -2,6 +2,8 @@
 //! service unit's main process, servers with no stdio link to anyone), or is
 //! it a host's stdio server whose host is gone?
 
+use std::fmt::Write as _;
+
 use super::{Judgement, Verdict};
 use crate::names::program_ref;
 use crate::scan::{FdKind, Process, Snapshot};
@@ -40,7 +42,7 @@ pub(super) fn adopted(snap: &Snapshot, forest: &Forest, j: &mut Judgement, how: 
         .unwrap_or_default();
     j.reason = format!("adopted by {how} after its host exited; {link}");
     if let Some(why) = j.servers.iter().find_map(|&s| forest.sdk.get(&s)) {
-        j.reason.push_str(&format!("; a server by its program: {}", why.describe()));
+        let _ = write!(j.reason, "; a server by its program: {}", why.describe());
     }
 }
 
