@@ -385,3 +385,298 @@ fn man_pages_render_without_markdown_or_dangling_references() {
         assert!(toml.contains(&format!("{} =", s.key)), "mcp-reaper.toml(5) lacks {}.{}", s.section, s.key);
     }
 }
+
+// ---- The docs themselves (issue 25): every config example is one the real
+// `reaperctl validate` accepts, every relative link leads somewhere, and the
+// README opens with the two commands CI runs.
+
+/// README.md and every `docs/*.md`, in name order.
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// The man pages in `man/` (sections 1, 5, 8).
+fn man_pages() -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("man"))
+        .expect("man/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "1" || x == "5" || x == "8"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// A fenced block: where it starts (1-based line of the fence) and its text.
+struct Block {
+    line: usize,
+    info: String,
+    text: String,
+}
+
+/// Every fenced code block (```` ```info ```` … ```` ``` ````) of a Markdown text.
+fn fenced_blocks(md: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut open: Option<Block> = None;
+    for (i, line) in md.lines().enumerate() {
+        let t = line.trim_start();
+        match open.as_mut() {
+            None => {
+                if let Some(info) = t.strip_prefix("```") {
+                    open = Some(Block { line: i + 1, info: info.trim().to_string(), text: String::new() });
+                }
+            }
+            Some(b) => {
+                if t.trim_end() == "```" {
+                    blocks.extend(open.take());
+                } else {
+                    b.text.push_str(line);
+                    b.text.push('\n');
+                }
+            }
+        }
+    }
+    assert!(open.is_none(), "a code fence is never closed");
+    blocks
+}
+
+/// Roff's escapes as the man pages here use them, undone.
+fn unroff(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('-') => out.push('-'),
+            Some('\\' | 'e') => out.push('\\'),
+            Some('&') | None => {}
+            Some('(') => {
+                let name: String = chars.by_ref().take(2).collect();
+                out.push_str(match name.as_str() {
+                    "aq" => "'",
+                    "dq" => "\"",
+                    "ga" => "`",
+                    "ti" => "~",
+                    "ha" => "^",
+                    _ => "?",
+                });
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+/// The no-fill blocks (`.nf`…`.fi`, `.EX`…`.EE`) of a man page that hold a
+/// TOML example: a line that is a `[table]` header.
+fn man_toml_blocks(roff: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut open: Option<Block> = None;
+    for (i, line) in roff.lines().enumerate() {
+        match open.as_mut() {
+            None if line == ".nf" || line == ".EX" => {
+                open = Some(Block { line: i + 1, info: "roff".into(), text: String::new() });
+            }
+            None => {}
+            Some(_) if line == ".fi" || line == ".EE" => blocks.extend(open.take()),
+            Some(b) => {
+                b.text.push_str(&unroff(line));
+                b.text.push('\n');
+            }
+        }
+    }
+    blocks.retain(|b| {
+        b.text.lines().any(|l| {
+            let l = l.split('#').next().unwrap_or("").trim();
+            l.len() > 2 && l.starts_with('[') && l.ends_with(']') && !l.contains(' ') && !l.contains('=')
+        })
+    });
+    blocks
+}
+
+/// Runs the real `reaperctl validate --config FILE` on `text`: None when it
+/// says ok (exit 0), else what it said.
+fn validate(dir: &Path, name: &str, text: &str) -> Option<String> {
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reaperctl"))
+        .args(["validate", "--config"])
+        .arg(&file)
+        .output()
+        .expect("run reaperctl validate");
+    (!out.status.success()).then(|| {
+        format!(
+            "exit {:?}: {}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
+
+#[test]
+fn every_toml_example_in_readme_docs_and_man_pages_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    // The check can fail: the configuration overview as the README once had it.
+    let old = "[patterns]\nhosts = [...]             # AI clients\n";
+    assert!(validate(dir.path(), "old.toml", old).is_some(), "validate accepted `hosts = [...]`");
+
+    let mut examples: Vec<(String, String)> = Vec::new();
+    for path in markdown_files() {
+        let md = std::fs::read_to_string(&path).unwrap();
+        for b in fenced_blocks(&md).into_iter().filter(|b| b.info == "toml") {
+            examples.push((format!("{}:{}", rel(&path), b.line), b.text));
+        }
+    }
+    let in_markdown = examples.len();
+    for path in man_pages() {
+        let roff = std::fs::read_to_string(&path).unwrap();
+        for b in man_toml_blocks(&roff) {
+            examples.push((format!("{}:{}", rel(&path), b.line), b.text));
+        }
+    }
+    // The README's protect example, docs/configuration.md's overview and
+    // mcp-reaper.toml(5)'s defaults at least: an extractor that finds
+    // nothing must not pass.
+    assert!(in_markdown >= 2, "found only {in_markdown} ```toml blocks in README.md and docs/");
+    assert!(examples.len() > in_markdown, "found no TOML block in man/");
+
+    let mut bad = Vec::new();
+    for (i, (at, text)) in examples.iter().enumerate() {
+        if let Some(why) = validate(dir.path(), &format!("example-{i}.toml"), text) {
+            bad.push(format!("{at}: {why}"));
+        }
+    }
+    println!("validated {} TOML examples ({in_markdown} in Markdown)", examples.len());
+    assert!(bad.is_empty(), "TOML examples `reaperctl validate` refuses:\n{}", bad.join("\n"));
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped, spaces to
+/// hyphens; a repeated one gets `-1`, `-2`, ….
+fn anchors(md: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut in_code = false;
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        let Some(title) = line.strip_prefix('#') else { continue };
+        if in_code {
+            continue;
+        }
+        let title = title.trim_start_matches('#').trim();
+        let base: String = title
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                '-' | '_' => Some(c),
+                c if c.is_alphanumeric() => Some(c.to_lowercase().next().unwrap_or(c)),
+                _ => None,
+            })
+            .collect();
+        let mut slug = base.clone();
+        let mut n = 0;
+        while seen.contains(&slug) {
+            n += 1;
+            slug = format!("{base}-{n}");
+        }
+        seen.push(slug);
+    }
+    seen
+}
+
+/// The targets of inline links `[text](target)` outside code, with their line.
+fn link_targets(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    for (i, line) in md.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        // Inline code spans are not links: drop them first.
+        let text: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = text.as_str();
+        while let Some(k) = rest.find("](") {
+            let after = &rest[k + 2..];
+            let Some(end) = after.find(')') else { break };
+            out.push((i + 1, after[..end].trim().to_string()));
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_in_readme_and_docs_leads_to_a_file_and_heading() {
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for path in markdown_files() {
+        let md = std::fs::read_to_string(&path).unwrap();
+        for (line, target) in link_targets(&md) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (file, fragment) = target.split_once('#').map_or((target.as_str(), None), |(f, a)| (f, Some(a)));
+            let dest = if file.is_empty() { path.clone() } else { path.parent().unwrap().join(file) };
+            let at = format!("{}:{line}: ({target})", rel(&path));
+            if !dest.exists() {
+                bad.push(format!("{at}: no such file {}", dest.display()));
+                continue;
+            }
+            if let Some(a) = fragment
+                && dest.extension().is_some_and(|x| x == "md")
+                && !anchors(&std::fs::read_to_string(&dest).unwrap()).iter().any(|h| h == a)
+            {
+                bad.push(format!("{at}: no heading #{a} in {}", rel(&dest)));
+            }
+        }
+    }
+    assert!(checked > 10, "found only {checked} relative links: the link finder is broken");
+    assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
+}
+
+/// The README opens with the two commands: the daemon in dry run on the
+/// embedded default config, then the tests, which `.ci/run` runs as they are.
+#[test]
+fn readme_opens_with_the_run_and_test_commands_ci_runs() {
+    let md = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let first = fenced_blocks(&md).into_iter().next().expect("README has a code block");
+    assert_eq!(first.info, "sh", "the README's first block is not the commands");
+    let commands: Vec<&str> =
+        first.text.lines().map(|l| l.split(" #").next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect();
+    assert_eq!(commands.len(), 2, "the README's first block is not two commands: {commands:?}");
+    assert!(
+        commands[0].contains("mcp-reaperd") && commands[0].contains("--dry-run") && commands[0].contains("--config -"),
+        "the first command does not run the daemon in dry run on the embedded config: {}",
+        commands[0]
+    );
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == commands[1]),
+        "`.ci/run` does not run the README's test command `{}`",
+        commands[1]
+    );
+}
