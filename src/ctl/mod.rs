@@ -107,7 +107,7 @@ pub enum Command {
 
 #[derive(clap::Args, Debug)]
 pub struct ScanArgs {
-    /// Print the stable JSON form (see README) instead of the human view.
+    /// Print the stable JSON form (see docs/json.md) instead of the human view.
     #[arg(long)]
     pub json: bool,
     /// Judge only descendants of PID, treating PID as an adopter.

@@ -1,4 +1,4 @@
-//! The stable JSON of `reaperctl scan --json` (documented in README.md), and
+//! The stable JSON of `reaperctl scan --json` (documented in docs/json.md), and
 //! the small facts about a tree (memory, role rule) other views share.
 
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ pub struct Member {
     pub cmdline: String,
     pub rss_bytes: u64,
     pub swap_bytes: u64,
-    /// What it runs (see `program` in README.md): the name role patterns see.
+    /// What it runs (see `program` in docs/json.md): the name role patterns see.
     pub program: String,
     /// How the program was reached: exec, script, inline, package, image, runner, shell.
     pub via: &'static str,
