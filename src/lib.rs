@@ -16,6 +16,7 @@
 )]
 
 pub(crate) mod atomic;
+pub(crate) mod compiled;
 pub mod config;
 pub mod ctl;
 pub mod cycle;
