@@ -20,7 +20,8 @@
 //! processes, ≤ 1.2× at 5,000).
 //!
 //! Run: `cargo bench --bench scan` (`MCP_REAPER_BENCH_REAPERCTL=path` times
-//! that `reaperctl` instead of this build's). Kills exactly the processes it
+//! that `reaperctl` instead of this build's; `MCP_REAPER_BENCH_BASE=path`
+//! times that one too, in the same rounds: a before/after in one run). Kills exactly the processes it
 //! started.
 
 use std::path::PathBuf;
@@ -119,6 +120,8 @@ struct Level {
     procs: usize,
     scan: (Duration, Duration),
     raw: (Duration, Duration),
+    /// The base build's `scan --json`, when one was named.
+    base: Option<(Duration, Duration)>,
 }
 
 /// The goals of issue 24 for whole-process `scan --json` over the raw pass.
@@ -187,6 +190,19 @@ fn main() {
             g,
             if r <= g { "met" } else { "MISSED" }
         );
+        if let Some((bm, bmin)) = l.base {
+            println!(
+                "{:>10} {:>9} {:>6.2} ({:>5.2}) {:>5.2} ({:>4.2}) {:>7.2}× ({:>4.2}×)   (base build)",
+                "",
+                "",
+                ms(bm),
+                ms(bmin),
+                ms(l.raw.0),
+                ms(l.raw.1),
+                ms(bm) / ms(l.raw.0),
+                ms(bmin) / ms(l.raw.1)
+            );
+        }
     }
 }
 
@@ -197,6 +213,7 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
     let reaperctl =
         std::env::var("MCP_REAPER_BENCH_REAPERCTL").unwrap_or_else(|_| env!("CARGO_BIN_EXE_reaperctl").into());
     let reaperctl = reaperctl.as_str();
+    let base = std::env::var("MCP_REAPER_BENCH_BASE").ok();
     let procfs = ProcFs::default();
     let grace = GraceBook::default();
     let mut series: Vec<Series> = [
@@ -209,8 +226,10 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
         "ps -eo pid,ppid,pgid,sid,tty,args",
         "daemon full read: assess, cmdlines reused",
         "daemon pidfd-mode tick: assess, new pids only",
+        "reaperctl scan --json (base build, subprocess)",
     ]
     .into_iter()
+    .take(if base.is_some() { 10 } else { 9 })
     .map(|name| Series { name, times: Vec::with_capacity(reps) })
     .collect();
 
@@ -270,6 +289,12 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
             prev = Some(a.snapshot);
         }
 
+        if let Some(b) = &base {
+            let t = Instant::now();
+            run_quiet(Command::new(b).args(["scan", "--json", "--config"]).arg(cfg_path));
+            timings.push(t.elapsed());
+        }
+
         if rep > 0 {
             for (s, d) in series.iter_mut().zip(timings) {
                 s.times.push(d);
@@ -300,5 +325,11 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
     );
     let sub = ms(series[0].median()) - ms(series[1].median());
     println!("reaperctl scan --json minus process start-up: {sub:.2} ms ({:.2}× raw)", sub / ms(raw_med));
-    Level { want: 0, procs: scanned, scan: (series[0].median(), series[0].min()), raw: (raw_med, raw_min) }
+    Level {
+        want: 0,
+        procs: scanned,
+        scan: (series[0].median(), series[0].min()),
+        raw: (raw_med, raw_min),
+        base: series.get(9).map(|s| (s.median(), s.min())),
+    }
 }
