@@ -492,6 +492,18 @@ fn open_pty() -> (OwnedFd, OwnedFd) {
     }
 }
 
+/// Private, touched memory, held until the process ends.
+fn touch_memory(mib: u64) {
+    if mib > 0 {
+        let mut mem = vec![0u8; usize::try_from(mib).expect("touch_mib") << 20];
+        for page in mem.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&mem);
+        std::mem::forget(mem);
+    }
+}
+
 /// A process on a terminal that stands in for one surviving its hangup.
 fn ignore_hangup() {
     // SAFETY: single-threaded here; SIG_IGN installs no handler.
@@ -563,15 +575,7 @@ fn main() {
         spawn_child(&exe, child, None);
     }
 
-    // Private, touched memory, held until the process ends.
-    if spec.touch_mib > 0 {
-        let mut mem = vec![0u8; usize::try_from(spec.touch_mib).expect("touch_mib") << 20];
-        for page in mem.chunks_mut(4096) {
-            page[0] = 1;
-        }
-        std::hint::black_box(&mem);
-        std::mem::forget(mem);
-    }
+    touch_memory(spec.touch_mib);
 
     if !spec.title.is_empty() {
         set_title(&spec.title);
