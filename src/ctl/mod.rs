@@ -19,6 +19,7 @@ use crate::ids::Pid;
 use crate::policy::GraceBook;
 use crate::report;
 use crate::scan::ProcFs;
+use crate::stdout::{out, outln};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,6 +35,8 @@ use crate::scan::ProcFs;
         70 internal error, 71 `run` cannot set up the session as asked, 72 /proc cannot be read, 75 the daemon is busy (try again), \
         76 the daemon did not understand the request, \
         77 permission denied, 78 configuration error (or `validate` found problems). \
+        `scan --exit-code` exits 1 when a tree would be reaped. \
+        A reader that goes away early (`reaperctl status | head -1`) ends any command quietly with status 0. \
         `run` otherwise exits with the host's status (128 + signal when a signal ended it; \
         127 when the host is not found, 126 when it cannot be run).\n\n\
         See mcp-reaperd(8) and mcp-reaper.toml(5)."
@@ -57,7 +60,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Read-only audit of the machine now: every MCP server tree and its verdict.
-    Scan(ScanArgs),
+    Scan(ScanCmd),
     /// The MCP servers the hosts' own config files name, per user and host, with the files
     /// (read now, like `scan`; see `[hosts]` in mcp-reaper.toml(5)).
     Hosts(ScanArgs),
@@ -99,9 +102,19 @@ pub struct ScanArgs {
     /// Judge only descendants of PID, treating PID as an adopter.
     #[arg(long, value_name = "PID", value_parser = parse_pid)]
     pub scope: Option<Pid>,
-    /// Read processes from DIR instead of /proc (fixtures, tests).
-    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    /// Read processes from DIR instead of /proc (fixtures, tests: in no
+    /// help, man page or completion).
+    #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ScanCmd {
+    #[command(flatten)]
+    pub args: ScanArgs,
+    /// Exit 1 when a tree would be reaped now, 0 when none would (as `git diff --exit-code`).
+    #[arg(long)]
+    pub exit_code: bool,
 }
 
 pub(crate) fn parse_pid(s: &str) -> Result<Pid, String> {
@@ -145,12 +158,18 @@ pub fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == desktop::SUBCOMMAND) {
         let argv =
             std::iter::once(format!("reaperctl {}", desktop::SUBCOMMAND).into()).chain(std::env::args_os().skip(2));
-        return desktop::run(&desktop::DesktopNotifyCli::parse_from(argv).args);
+        return match exit::parse_args_from::<desktop::DesktopNotifyCli, _, _>(argv) {
+            Ok(d) => desktop::run(&d.args),
+            Err(code) => code,
+        };
     }
-    let cli = Cli::parse();
+    let cli = match exit::parse_args::<Cli>() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     match &cli.command {
         Command::Validate => validate(&cli),
-        Command::Scan(args) => scan(&cli, args),
+        Command::Scan(cmd) => scan(&cli, cmd),
         Command::Hosts(args) => hosts::hosts(&cli, args),
         Command::Status { json } => status(&cli, *json),
         Command::Reload => reload(&cli),
@@ -164,14 +183,14 @@ pub fn main() -> ExitCode {
 fn validate(cli: &Cli) -> ExitCode {
     match Config::load(&sources(&cli.config)) {
         Ok(cfg) => {
-            println!("ok ({})", cfg.sources.join(", "));
+            outln!("ok ({})", cfg.sources.join(", "));
             ExitCode::from(exit::OK)
         }
         Err(errs) => {
             for e in &errs.0 {
-                println!("{e}");
+                outln!("{e}");
             }
-            println!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
+            outln!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
             ExitCode::from(exit::INVALID)
         }
     }
@@ -196,7 +215,8 @@ fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Asse
     }
 }
 
-fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
+fn scan(cli: &Cli, cmd: &ScanCmd) -> ExitCode {
+    let args = &cmd.args;
     let (cfg, procfs, a) = match assess_now(cli, args) {
         Ok(x) => x,
         Err(code) => return code,
@@ -206,10 +226,13 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     let mut r = report::json::build_with(&a, containers);
     r.hosts = Some(crate::hostcfg::report());
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
+        outln!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
     } else {
         let users = report::human::user_names();
-        print!("{}", report::human::render_report(&a, &r, &users, report::human::terminal_width()));
+        out!("{}", report::human::render_report(&a, &r, &users, report::human::terminal_width()));
+    }
+    if cmd.exit_code && r.trees.iter().any(|t| t.reap) {
+        return ExitCode::from(exit::WOULD_REAP);
     }
     ExitCode::from(exit::OK)
 }
@@ -270,9 +293,9 @@ fn status(cli: &Cli, json: bool) -> ExitCode {
         return ExitCode::from(exit::SOFTWARE);
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&s).expect("status serializes"));
+        outln!("{}", serde_json::to_string_pretty(&s).expect("status serializes"));
     } else {
-        print!("{}", report::status_text::render(&s));
+        out!("{}", report::status_text::render(&s));
     }
     ExitCode::from(exit::OK)
 }
@@ -282,7 +305,7 @@ fn reload(cli: &Cli) -> ExitCode {
         Ok(r) => {
             let res = r.reload.unwrap_or_default();
             if res.ok {
-                println!(
+                outln!(
                     "reloaded{}",
                     if res.messages.is_empty() {
                         ": no changes".into()
@@ -293,9 +316,9 @@ fn reload(cli: &Cli) -> ExitCode {
                 ExitCode::from(exit::OK)
             } else {
                 for m in &res.messages {
-                    println!("{m}");
+                    outln!("{m}");
                 }
-                println!("reload failed; the daemon keeps its previous config");
+                outln!("reload failed; the daemon keeps its previous config");
                 ExitCode::from(exit::CONFIG)
             }
         }
@@ -309,12 +332,12 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
         Ok(r) => {
             let res = r.reap.unwrap_or_default();
             if json {
-                println!("{}", serde_json::to_string_pretty(&res).expect("result serializes"));
+                outln!("{}", serde_json::to_string_pretty(&res).expect("result serializes"));
             } else if res.events.is_empty() {
-                println!("nothing to reap");
+                outln!("nothing to reap");
             } else {
                 for e in &res.events {
-                    println!("{}", e.line);
+                    outln!("{}", e.line);
                 }
             }
             ExitCode::from(exit::OK)
@@ -326,7 +349,7 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
 fn metrics(cli: &Cli) -> ExitCode {
     match ask(cli, proto::Command::Metrics, SHORT) {
         Ok(r) => {
-            print!("{}", r.metrics.unwrap_or_default());
+            out!("{}", r.metrics.unwrap_or_default());
             ExitCode::from(exit::OK)
         }
         Err(code) => code,
