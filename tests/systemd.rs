@@ -151,13 +151,13 @@ impl Systemd {
             .expect("spawning unshare");
         let mut sd = Systemd { pid: 0, unshare, cgroups, dir };
         let unshare_pid = sd.unshare.id().cast_signed();
-        let found = wait_until(Duration::from_secs(30), || {
+        let found = wait_until(Duration::from_secs(60), || {
             sd.pid = common::descendants_of(unshare_pid).into_iter().find(|&p| comm(p) == "systemd").unwrap_or(0);
             sd.pid != 0
         });
         assert!(found, "systemd did not start");
         let mut state = String::new();
-        let up = wait_until(Duration::from_secs(30), || {
+        let up = wait_until(Duration::from_secs(60), || {
             state = text(&sd.run_as_root("", &["systemctl", "is-system-running"]).stdout).trim().to_string();
             state == "running" || state == "degraded"
         });
@@ -192,7 +192,7 @@ impl Systemd {
         assert!(out.status.success(), "the user manager did not start: {}", text(&out.stderr));
         let socket = format!("/run/user/{USER}/systemd/private");
         let up =
-            wait_until(Duration::from_secs(30), || self.run_as_root("", &["test", "-S", &socket]).status.success());
+            wait_until(Duration::from_secs(60), || self.run_as_root("", &["test", "-S", &socket]).status.success());
         assert!(up, "the user manager's socket did not appear");
     }
 
@@ -235,7 +235,7 @@ impl Drop for Systemd {
         let _ = self.unshare.wait();
         // systemd's cgroups, deepest first, once their processes are gone.
         for d in &self.cgroups {
-            wait_until(Duration::from_secs(30), || remove_tree(d).is_ok());
+            wait_until(Duration::from_secs(60), || remove_tree(d).is_ok());
         }
         let _ = &self.dir;
     }
@@ -435,7 +435,7 @@ fn run_and_end(sd: &Systemd, shell: &str, reports: &Reports) -> (String, Output)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let ok = wait_until(Duration::from_secs(30), || reports.lines("ready").len() >= 4);
+    let ok = wait_until(Duration::from_secs(60), || reports.lines("ready").len() >= 4);
     assert!(ok, "the stand-ins did not start: {:?}", reports.lines("ready"));
     let leftover = *sd.pids_of("node /x/daemon-mcp").first().expect("the daemonized server runs");
     let cgroup = fs::read_to_string(format!("/proc/{leftover}/cgroup")).unwrap();
@@ -449,7 +449,7 @@ fn run_and_end(sd: &Systemd, shell: &str, reports: &Reports) -> (String, Output)
 }
 
 fn wait_out(child: &mut Child) -> Output {
-    let ok = wait_until(Duration::from_secs(30), || child.try_wait().ok().flatten().is_some());
+    let ok = wait_until(Duration::from_secs(60), || child.try_wait().ok().flatten().is_some());
     assert!(ok, "reaperctl run did not end within 30 s");
     let mut err = Vec::new();
     if let Some(mut e) = child.stderr.take() {
@@ -470,7 +470,7 @@ fn assert_ended(sd: &Systemd, reports: &Reports, cgroup: &str, out: &Output) {
     assert_eq!(reports.lines("ready").len(), 4, "the host ran once");
     // systemd collects the scope once it is empty.
     let name = cgroup.rsplit('/').next().unwrap().to_string();
-    let gone = wait_until(Duration::from_secs(30), || {
+    let gone = wait_until(Duration::from_secs(60), || {
         let o = sd.run_as_root("", &["systemctl", "list-units", "--all", "--no-legend", &name]);
         !text(&o.stdout).contains(&name)
     });
@@ -544,7 +544,7 @@ fn memory_max_in_a_scope_is_applied_or_refused() {
         .spawn()
         .unwrap();
     if controllers.split_whitespace().any(|c| c == "memory") {
-        assert!(wait_until(Duration::from_secs(30), || !reports.lines("ready").is_empty()));
+        assert!(wait_until(Duration::from_secs(60), || !reports.lines("ready").is_empty()));
         let pid = sd.pids_of(&reports.fakeproc)[0];
         let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
         let cg = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
@@ -584,7 +584,7 @@ fn memory_max_in_a_scope_on_a_hybrid_machine() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let ran = wait_until(Duration::from_secs(30), || {
+    let ran = wait_until(Duration::from_secs(60), || {
         !reports.lines("ready").is_empty() || child.try_wait().ok().flatten().is_some()
     });
     assert!(ran && !reports.lines("ready").is_empty(), "the host did not run: {}", text(&wait_out(&mut child).stderr));
@@ -615,7 +615,7 @@ fn scan_attributes_a_leftover_to_its_scope_session() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(wait_until(Duration::from_secs(30), || reports.lines("ready").len() >= 4));
+    assert!(wait_until(Duration::from_secs(60), || reports.lines("ready").len() >= 4));
     let cfg = reports.config();
     // Pids as the namespace sees them: the scan's scope is the wrapper.
     let wrapper = inner_pid(sd.pids_of(&reports.reaperctl)[0]);
@@ -642,7 +642,7 @@ fn status_lists_a_scope_session() {
     let host = Spec::new(&["claude"]).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]));
     let mut wrapper =
         reports.wrap(&sd, "", &["--grace", "0"], &host).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(30), || reports.lines("ready").len() >= 2));
+    assert!(wait_until(Duration::from_secs(60), || reports.lines("ready").len() >= 2));
     let inner = inner_pid(sd.pids_of(&reports.reaperctl)[0]);
     let cfg = reports.config();
     let socket = reports.dir.path().join("d.sock");
@@ -662,7 +662,7 @@ fn status_lists_a_scope_session() {
     ];
     let mut daemon = sd.command("", &daemon_argv).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let mut st = Value::Null;
-    let listed = wait_until(Duration::from_secs(30), || {
+    let listed = wait_until(Duration::from_secs(60), || {
         let out = sd.run_as_root("", &[REAPERCTL, "--socket", socket.to_str().unwrap(), "status", "--json"]);
         st = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == inner))

@@ -658,7 +658,7 @@ impl Sandbox {
             .spawn()
             .expect("spawning the fakeproc scope process");
         let mut sb = Sandbox { scope: child, ready: Vec::new(), dir };
-        let ok = wait_until(Duration::from_secs(30), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             sb.ready = read_ready(&ready_file);
             sb.ready.len() >= expected
         });
@@ -696,7 +696,7 @@ impl Sandbox {
     pub fn wait_ready(&mut self, total: usize) -> Vec<Ready> {
         let before = self.ready.len();
         let file = self.dir.path().join("ready");
-        let ok = wait_until(Duration::from_secs(30), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             self.ready = read_ready(&file);
             self.ready.len() >= total
         });
@@ -766,11 +766,11 @@ impl Sandbox {
         assert!(self.is_descendant(pid), "refusing to signal {pid}: not below the sandbox's scope process");
         let orphans: Vec<i32> = self.ready.iter().filter(|r| r.ppid == pid).map(|r| r.pid).collect();
         sigkill(pid);
-        assert!(wait_until(Duration::from_secs(30), || !alive(pid)), "{pid} survived SIGKILL for 10 s");
+        assert!(wait_until(Duration::from_secs(60), || !alive(pid)), "{pid} survived SIGKILL for 10 s");
         let scope = self.scope_pid();
         for o in orphans {
             assert!(
-                wait_until(Duration::from_secs(30), || ppid_of(o) == Some(scope) || !alive(o)),
+                wait_until(Duration::from_secs(60), || ppid_of(o) == Some(scope) || !alive(o)),
                 "{o} was not re-parented to the scope process {scope} after its parent {pid} died"
             );
         }
@@ -1019,7 +1019,7 @@ impl Daemon {
     /// Waits (30 s at most) until the socket answers `reaperctl status`;
     /// panics with the log when the daemon exits first.
     pub fn wait_answering(&mut self) {
-        let ok = wait_until(Duration::from_secs(30), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             if let Ok(Some(st)) = self.child.try_wait() {
                 panic!("mcp-reaperd exited at start ({st}):\n{}", self.log_text());
             }
