@@ -81,10 +81,10 @@ fn pressure_above_the_threshold_skips_the_grace_with_the_figure() {
     assert_eq!(o["root"]["pid"], npm, "{o:#}");
     assert_eq!(o["verdict"], "orphan", "{o:#}");
     let reason = o["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("memory pressure some avg10=50.0% \u{2265} 10%: grace skipped (3600s of 3600s left)"),
-        "{reason}"
-    );
+    // The grace left is counted from the first sighting: a second may pass
+    // on a busy machine before the judgement (3599s of 3600s).
+    assert!(reason.contains("memory pressure some avg10=50.0% \u{2265} 10%: grace skipped ("), "{reason}");
+    assert!(reason.contains("s of 3600s left)"), "{reason}");
     assert!(wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)), "the orphan survived");
     sb.assert_alive(&[bystander, sb.scope_pid()]);
     assert_eq!(v["memory_pressure"]["some_avg10"], 50.0, "{v:#}");
@@ -313,7 +313,16 @@ fn the_psi_trigger_wakes_the_daemon_to_cut_a_grace_short() {
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--no-events"]));
     let st = d.status_until(Duration::from_secs(60), "the orphan is young", |st| {
         st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == npm && t["verdict"] == "young"))
+            || st["totals"]["trees_reaped"].as_u64() >= Some(1)
     });
+    if st["totals"]["trees_reaped"].as_u64() >= Some(1) {
+        // The machine's own pressure crossed the threshold first (a busy
+        // machine): the trigger this test arms could not be what reaped.
+        return skip(
+            TEST,
+            &format!("the machine's own memory pressure cut the grace first: {}", st["memory_pressure"]),
+        );
+    }
     if st["memory_pressure"]["watch"] != "trigger" {
         return skip(TEST, &format!("no PSI trigger on {}: {}", thrash.psi.display(), st["memory_pressure"]));
     }
