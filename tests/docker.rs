@@ -65,22 +65,7 @@ impl Engine {
         };
         let busybox = busybox(test)?;
         let dir = TempDir::new("dockerd");
-        let sock = dir.path().join("d.sock");
-        let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the dockerd log");
-        let dockerd = Command::new(dockerd)
-            .args(["--iptables=false", "--bridge=none", "--data-root"])
-            .arg(dir.path().join("data"))
-            .arg("--exec-root")
-            .arg(dir.path().join("exec"))
-            .arg("-H")
-            .arg(format!("unix://{}", sock.display()))
-            .arg("--pidfile")
-            .arg(dir.path().join("dockerd.pid"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("dup of the log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawning dockerd");
+        let (dockerd, sock) = common::spawn_dockerd(&dockerd, &dir);
         Engine { dockerd, docker, podman: false, sock, dir }.up(test, &busybox)
     }
 

@@ -156,17 +156,7 @@ impl Container {
     /// Outer pid of the one process inside whose command line starts with
     /// `prefix` (the ready file has the pids inside the namespace).
     fn pid_of(&self, prefix: &str) -> i32 {
-        let hits: Vec<i32> = descendants_of(self.scope())
-            .into_iter()
-            .filter(|&p| {
-                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-                String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix)
-            })
-            .collect();
-        match hits.as_slice() {
-            [one] => *one,
-            _ => panic!("expected one process starting with {prefix:?} below {}: {hits:?}", self.scope()),
-        }
+        common::one_below(self.scope(), prefix)
     }
 }
 

@@ -1091,3 +1091,42 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// A `dockerd` of a test's own, its data, sockets and log in `dir`
+/// (`d.sock`, `engine.log`): no iptables, no bridge, so it touches nothing
+/// of the machine's networking. Returns the child and the socket's path.
+pub fn spawn_dockerd(dockerd: &Path, dir: &TempDir) -> (std::process::Child, PathBuf) {
+    let sock = dir.path().join("d.sock");
+    let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the dockerd log");
+    let child = Command::new(dockerd)
+        .args(["--iptables=false", "--bridge=none", "--data-root"])
+        .arg(dir.path().join("data"))
+        .arg("--exec-root")
+        .arg(dir.path().join("exec"))
+        .arg("-H")
+        .arg(format!("unix://{}", sock.display()))
+        .arg("--pidfile")
+        .arg(dir.path().join("dockerd.pid"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("dup of the log"))
+        .stderr(log)
+        .spawn()
+        .expect("spawning dockerd");
+    (child, sock)
+}
+
+/// The one process below `scope` whose command line starts with `prefix`
+/// (its pid as seen from here, whatever namespace it is in).
+pub fn one_below(scope: i32, prefix: &str) -> i32 {
+    let hits: Vec<i32> = descendants_of(scope)
+        .into_iter()
+        .filter(|&p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix)
+        })
+        .collect();
+    match hits.as_slice() {
+        [one] => *one,
+        _ => panic!("expected one process starting with {prefix:?} below {scope}: {hits:?}"),
+    }
+}
