@@ -64,7 +64,7 @@ fn render(r: &Report, users: &std::collections::HashMap<u32, String>) -> String 
 /// directory (its project).
 fn looked_for() -> String {
     use crate::hostcfg::files::{PROJECT, USER};
-    let home: Vec<String> = USER.iter().map(|s| format!("~/{}", s.rel)).collect();
+    let home: Vec<String> = USER.iter().map(|s| format!("{}/{}", s.base.default_shown(), s.rel)).collect();
     let project: Vec<&str> = PROJECT.iter().map(|s| s.rel).collect();
     format!(
         "looked for, in each home: {}\nand in a live host's working directory: {}\n",

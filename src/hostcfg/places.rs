@@ -30,6 +30,18 @@ pub enum Base {
     Continue,
 }
 
+impl Base {
+    /// How the directory reads when no host's environment moved it.
+    pub fn default_shown(self) -> &'static str {
+        match self {
+            Base::Home | Base::Claude | Base::Gemini => "~",
+            Base::XdgConfig => "~/.config",
+            Base::Codex => "~/.codex",
+            Base::Continue => "~/.continue",
+        }
+    }
+}
+
 /// The directories of one host's environment (or of a home alone).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Places {
