@@ -485,17 +485,48 @@ fn a_tree_in_a_kubernetes_pods_cgroup_names_its_pod_and_container() {
     let cfg = sb.dir().config(0, "");
     let scope = sb.scope_pid().to_string();
 
-    let v = common::scan_json(&cfg, &["--scope", &scope]);
+    // No runtime state names the pod: its UID stands for it.
+    let empty = common::TempDir::new("no-runtime");
+    let no_runtime = empty.path().to_str().unwrap();
+    let v = common::scan_json(&cfg, &["--scope", &scope, "--runtime-root", no_runtime]);
     let t = common::tree_rooted_at(&v, server);
     assert_eq!(t["pod_uid"], POD_UID, "{t:#}");
     assert_eq!(t["cgroup_container"], "containerd 0123456789ab", "{t:#}");
+    assert_eq!(t["pod_namespace"], serde_json::Value::Null, "{t:#}");
 
-    let (v, out) = common::once_output(Some(sb.scope_pid()), &cfg, &[]);
+    // containerd's bundle for the container names the pod and the container.
+    let runtime = common::TempDir::new("runtime");
+    let bundle = runtime.path().join("run/containerd/io.containerd.runtime.v2.task/k8s.io").join(CONTAINER_ID);
+    std::fs::create_dir_all(&bundle).unwrap();
+    let annotations = serde_json::json!({"ociVersion": "1.1.0", "process": {"env": ["TOKEN=secret"]}, "annotations": {
+        "io.kubernetes.cri.container-type": "container",
+        "io.kubernetes.cri.container-name": "agent",
+        "io.kubernetes.cri.sandbox-name": "session-7f9c",
+        "io.kubernetes.cri.sandbox-namespace": "agents",
+        "io.kubernetes.cri.sandbox-uid": POD_UID}});
+    std::fs::write(bundle.join("config.json"), annotations.to_string()).unwrap();
+    let runtime_root = runtime.path().to_str().unwrap();
+    let v = common::scan_json(&cfg, &["--scope", &scope, "--runtime-root", runtime_root]);
+    let t = common::tree_rooted_at(&v, server);
+    assert_eq!(
+        (&t["pod_namespace"], &t["pod_name"], &t["container_name"]),
+        (&"agents".into(), &"session-7f9c".into(), &"agent".into()),
+        "{t:#}"
+    );
+    assert_eq!(t["pod_uid"], POD_UID, "{t:#}");
+    assert!(!v.to_string().contains("secret"), "the bundle's environment shown: {v:#}");
+
+    let (v, out) = common::once_output(Some(sb.scope_pid()), &cfg, &["--runtime-root", runtime_root]);
     let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root_pid"] == server).expect("the orphan reaped");
     assert_eq!(o["pod_uid"], POD_UID, "{o:#}");
     assert_eq!(o["cgroup_container"], "containerd 0123456789ab", "{o:#}");
+    assert_eq!(
+        (&o["pod_namespace"], &o["pod_name"], &o["container_name"]),
+        (&"agents".into(), &"session-7f9c".into(), &"agent".into()),
+        "{o:#}"
+    );
     let log = text(&out.stderr);
-    assert!(log.contains(&format!("in pod {POD_UID}, container containerd 0123456789ab")), "{log}");
+    assert!(log.contains("in pod agents/session-7f9c, container containerd 0123456789ab (agent)"), "{log}");
     assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the orphan survived");
     sb.assert_alive(&[bystander]);
     drop(sb);

@@ -102,6 +102,10 @@ pub struct ScanArgs {
     /// Read processes from DIR instead of /proc (fixtures, tests).
     #[arg(long, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
+    /// Read the container runtimes' state (Kubernetes pods' names) below
+    /// DIR instead of PID 1's root (tests).
+    #[arg(long, value_name = "DIR", default_value = crate::scan::DEFAULT_RUNTIME_ROOT, hide = true)]
+    pub runtime_root: PathBuf,
 }
 
 pub(crate) fn parse_pid(s: &str) -> Result<Pid, String> {
@@ -181,7 +185,7 @@ fn validate(cli: &Cli) -> ExitCode {
 fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Assessment), ExitCode> {
     let cfg = load_config(&sources(&cli.config), "reaperctl")?;
     let grace = read_grace(&cfg);
-    let procfs = ProcFs::new(&args.proc_root);
+    let procfs = ProcFs::new(&args.proc_root).with_runtime_root(&args.runtime_root);
     if let Some(note) = procfs.hidden_notice() {
         eprintln!("reaperctl: note: {note}");
     }

@@ -20,6 +20,7 @@ pub mod parse;
 pub mod pressure;
 pub mod process;
 mod procfs;
+pub mod runtime;
 pub mod sockdiag;
 mod sockpoll;
 
@@ -34,7 +35,8 @@ pub use process::{
     CgroupContainer, Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit,
     boot_tick,
 };
-pub use procfs::ProcFs;
+pub use procfs::{DEFAULT_RUNTIME_ROOT, ProcFs};
+pub use runtime::PodName;
 
 /// Errors that stop a scan as a whole (a single vanished process never does).
 #[derive(Debug)]

@@ -15,6 +15,11 @@ use super::process::{Context, ProcState, Process, boot_tick};
 use crate::ids::{Identity, Pid, StartTime, Uid};
 use crate::program::Program;
 
+/// Where the node's files are, for the container runtimes' state: PID 1's
+/// root, which is the node's own from a pod with `hostPID` (and `/` on the
+/// host itself); reading it needs ptrace access to PID 1.
+pub const DEFAULT_RUNTIME_ROOT: &str = "/proc/1/root";
+
 /// A `/proc` to read: the real one, or a fixture tree in tests.
 #[derive(Clone, Debug)]
 pub struct ProcFs {
@@ -24,6 +29,8 @@ pub struct ProcFs {
     pub(super) cgroup_mounts: std::sync::OnceLock<Vec<(bool, String, String)>>,
     /// Who held each stdin's far end last time (see `link.rs`); shared by clones.
     pub(super) hints: Arc<super::link::Hints>,
+    /// The container runtimes' state that names Kubernetes pods; shared by clones.
+    pub(super) runtimes: Arc<super::runtime::Runtimes>,
 }
 
 impl Default for ProcFs {
@@ -54,7 +61,16 @@ impl ProcFs {
             page_size: rustix::param::page_size() as u64,
             cgroup_mounts: std::sync::OnceLock::new(),
             hints: Arc::default(),
+            runtimes: Arc::new(super::runtime::Runtimes::new(DEFAULT_RUNTIME_ROOT)),
         }
+    }
+
+    /// This `/proc` with pods' names read from the runtime state below `root`
+    /// (default [`DEFAULT_RUNTIME_ROOT`]; a fixture tree in tests).
+    #[must_use]
+    pub fn with_runtime_root(mut self, root: impl Into<PathBuf>) -> ProcFs {
+        self.runtimes = Arc::new(super::runtime::Runtimes::new(root));
+        self
     }
 
     pub fn root(&self) -> &Path {
