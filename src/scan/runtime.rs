@@ -90,6 +90,8 @@ impl Runtimes {
 }
 
 /// A root-owned regular file no one else may write, at most [`CAP`] bytes.
+/// containerd writes the spec with mode 0666 less its umask; in its bundle
+/// directory (0700, root's) even a writable file is out of others' reach.
 fn read_root_file(path: &Path) -> Option<Vec<u8>> {
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -97,8 +99,14 @@ fn read_root_file(path: &Path) -> Option<Vec<u8>> {
         .open(path)
         .ok()?;
     let m = f.metadata().ok()?;
-    if !m.file_type().is_file() || m.uid() != 0 || m.mode() & 0o022 != 0 || m.len() > CAP {
+    if !m.file_type().is_file() || m.uid() != 0 || m.len() > CAP {
         return None;
+    }
+    if m.mode() & 0o022 != 0 {
+        let dir = std::fs::metadata(path.parent()?).ok()?;
+        if dir.uid() != 0 || dir.mode() & 0o077 != 0 {
+            return None;
+        }
     }
     let mut bytes = Vec::new();
     f.take(CAP + 1).read_to_end(&mut bytes).ok()?;
@@ -222,10 +230,14 @@ mod tests {
         std::fs::remove_file(&cfg).unwrap();
         assert_eq!(r.pod(ID, UID), want, "cached per container");
         assert_eq!(r.pod("../../etc", UID), None);
-        // Group-writable runtime state is not trusted.
+        // A writable spec counts only in a directory no one else may enter.
         std::fs::write(&cfg, containerd("agents", "web", UID)).unwrap();
-        std::fs::set_permissions(&cfg, std::os::unix::fs::PermissionsExt::from_mode(0o664)).unwrap();
+        let mode = |p: &Path, m| std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap();
+        mode(&cfg, 0o666);
+        mode(&bundle, 0o755);
         assert_eq!(Runtimes::new(&dir).pod(ID, UID), None);
+        mode(&bundle, 0o700);
+        assert_eq!(Runtimes::new(&dir).pod(ID, UID), want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
