@@ -82,7 +82,14 @@ impl Shared {
             scans: self.scans.clone(),
             by_verdict,
             trees,
-            totals: self.totals.clone(),
+            totals: {
+                // Which namespaces' pods had trees reaped is the node's, not a user's.
+                let mut t = self.totals.clone();
+                if !all {
+                    t.reaped_by_namespace.clear();
+                }
+                t
+            },
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             filtered_for_uid: (!all).then_some(uid),
             run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
@@ -146,6 +153,9 @@ impl Shared {
                 self.totals.reclaimed_bytes += o.reclaimed.total();
                 self.totals.escalations += u64::from(o.escalated);
                 self.totals.failures += u64::from(!o.success());
+                if o.reaped() && o.pod_uid.is_some() {
+                    self.totals.count_namespace(o.pod.as_ref().map(|p| p.namespace.as_str()));
+                }
                 for c in o.containers.iter().filter(|c| c.stopped()) {
                     self.totals.containers_stopped += 1;
                     self.totals.container_bytes += c.memory_bytes.unwrap_or(0);

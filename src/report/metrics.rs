@@ -29,6 +29,7 @@ pub fn render(s: &Status) -> String {
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
     }
+    namespaces(&mut o, s);
     let _ = writeln!(
         o,
         "# HELP mcp_reaper_trees Server trees seen in the last scan, by verdict.\n# TYPE mcp_reaper_trees gauge"
@@ -59,6 +60,28 @@ pub fn render(s: &Status) -> String {
     );
     pressure(&mut o, s);
     o
+}
+
+/// Trees reaped in Kubernetes pods by namespace: a bounded label set (see
+/// [`super::status::Totals::reaped_by_namespace`]), values escaped as the
+/// exposition format's label grammar requires.
+fn namespaces(o: &mut String, s: &Status) {
+    let name = "mcp_reaper_reaped_trees_by_namespace_total";
+    let _ = writeln!(
+        o,
+        "# HELP {name} Server trees terminated in Kubernetes pods, by the pod's namespace (at most {} namespaces; the rest as {}, pods known only by UID as {}).\n# TYPE {name} counter",
+        super::status::NAMESPACES,
+        super::status::OTHER_NAMESPACE,
+        super::status::UNKNOWN_NAMESPACE,
+    );
+    for (ns, n) in &s.totals.reaped_by_namespace {
+        let _ = writeln!(o, "{name}{{k8s_namespace=\"{}\"}} {n}", label_value(ns));
+    }
+}
+
+/// A label value in the text format: `\`, `"` and newlines escaped.
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// Memory pressure gauges, when the daemon measures it.
@@ -121,6 +144,7 @@ mod tests {
                 containers_stopped: 2,
                 container_bytes: 4096,
                 failures: 0,
+                reaped_by_namespace: [("agents".to_string(), 3), ("_unknown".to_string(), 1)].into_iter().collect(),
             },
             recent: vec![],
             filtered_for_uid: None,
@@ -179,10 +203,37 @@ mod tests {
         assert_eq!(value("mcp_reaper_memory_pressure_threshold_percent", None), 10.0);
         assert_eq!(value("mcp_reaper_memory_pressure_above", None), 1.0);
         assert_eq!(value("mcp_reaper_memory_pressure_triggers_total", None), 3.0);
+        let by_ns = |ns: &str| {
+            scrape
+                .samples
+                .iter()
+                .find(|s| {
+                    s.metric == "mcp_reaper_reaped_trees_by_namespace_total"
+                        && s.labels.get("k8s_namespace") == Some(ns)
+                })
+                .map(|s| s.value.clone())
+        };
+        assert_eq!(by_ns("agents"), Some(prometheus_parse::Value::Counter(3.0)), "{text}");
+        assert_eq!(by_ns("_unknown"), Some(prometheus_parse::Value::Counter(1.0)), "{text}");
         assert!(matches!(
             scrape.samples.iter().find(|s| s.metric == "mcp_reaper_reaped_trees_total").unwrap().value,
             prometheus_parse::Value::Counter(_)
         ));
+    }
+
+    #[test]
+    fn namespaces_are_counted_up_to_the_bound_and_escaped() {
+        let mut t = Totals::default();
+        for i in 0..40 {
+            t.count_namespace(Some(&format!("ns-{i}")));
+        }
+        t.count_namespace(Some("ns-0"));
+        t.count_namespace(None);
+        let m = &t.reaped_by_namespace;
+        assert_eq!(m.len(), crate::report::status::NAMESPACES + 2, "{m:?}");
+        assert_eq!((m["ns-0"], m["_other"], m["_unknown"]), (2, 8, 1), "{m:?}");
+        assert!(!m.contains_key("ns-39"));
+        assert_eq!(label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
     #[test]

@@ -176,6 +176,33 @@ pub struct Totals {
     /// Their cgroups' memory before the stop.
     #[serde(default)]
     pub container_bytes: u64,
+    /// Trees reaped in Kubernetes pods, by the pod's namespace (a metrics
+    /// label: per namespace, never per pod). At most [`NAMESPACES`] names;
+    /// later ones count as [`OTHER_NAMESPACE`], pods no runtime state names
+    /// as [`UNKNOWN_NAMESPACE`]. Shown to root only.
+    #[serde(default)]
+    pub reaped_by_namespace: BTreeMap<String, u64>,
+}
+
+/// Namespaces counted by name in [`Totals::reaped_by_namespace`].
+pub const NAMESPACES: usize = 32;
+/// The label of namespaces beyond [`NAMESPACES`]; no namespace is named so
+/// (Kubernetes names have no `_`).
+pub const OTHER_NAMESPACE: &str = "_other";
+/// The label of pods known by their UID alone.
+pub const UNKNOWN_NAMESPACE: &str = "_unknown";
+
+impl Totals {
+    /// Counts a tree reaped in a pod of `namespace` (`None`: unnamed).
+    pub fn count_namespace(&mut self, namespace: Option<&str>) {
+        let key = match namespace {
+            None => UNKNOWN_NAMESPACE,
+            Some(ns) if self.reaped_by_namespace.contains_key(ns) => ns,
+            Some(ns) if self.reaped_by_namespace.keys().filter(|k| !k.starts_with('_')).count() < NAMESPACES => ns,
+            Some(_) => OTHER_NAMESPACE,
+        };
+        *self.reaped_by_namespace.entry(key.to_string()).or_default() += 1;
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
