@@ -516,8 +516,8 @@ fn a_tree_in_a_kubernetes_pods_cgroup_names_its_pod_and_container() {
     assert_eq!(t["pod_uid"], POD_UID, "{t:#}");
     assert!(!v.to_string().contains("secret"), "the bundle's environment shown: {v:#}");
 
-    let (v, out) = common::once_output(Some(sb.scope_pid()), &cfg, &["--runtime-root", runtime_root]);
-    let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root_pid"] == server).expect("the orphan reaped");
+    let (v, out) = common::once_output(Some(sb.scope_pid()), &cfg, &["--runtime-root", runtime_root, "--dry-run"]);
+    let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root_pid"] == server).expect("the orphan to reap");
     assert_eq!(o["pod_uid"], POD_UID, "{o:#}");
     assert_eq!(o["cgroup_container"], "containerd 0123456789ab", "{o:#}");
     assert_eq!(
@@ -527,6 +527,21 @@ fn a_tree_in_a_kubernetes_pods_cgroup_names_its_pod_and_container() {
     );
     let log = text(&out.stderr);
     assert!(log.contains("in pod agents/session-7f9c, container containerd 0123456789ab (agent)"), "{log}");
+
+    // The daemon reaps it and counts it by the pod's namespace (scoped, enforcing).
+    let cfg = sb.dir().config_with(0, "interval_secs = 1", "");
+    let d =
+        Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--runtime-root", runtime_root]));
+    d.status_until(Duration::from_secs(30), "the reap counted by namespace", |st| {
+        st["totals"]["reaped_by_namespace"]["agents"] == 1
+    });
+    let metrics = text(&d.ctl(&["metrics"]).stdout);
+    assert_eq!(
+        sample(&metrics, "mcp_reaper_reaped_trees_by_namespace_total", Some(("k8s_namespace", "agents"))),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert!(d.log_text().contains("in pod agents/session-7f9c"), "{}", d.log_text());
     assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the orphan survived");
     sb.assert_alive(&[bystander]);
     drop(sb);
