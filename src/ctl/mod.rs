@@ -208,6 +208,18 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     // Trees to reap with a `docker|podman run` client: which container would be stopped.
     let containers = cycle::container_plans(&a, &procfs, &cfg);
     let mut r = report::json::build_with(&a, containers);
+    // Docker/Podman containers by their engine's name, where the tree's user could ask it.
+    let wanted: Vec<(usize, (crate::ids::Identity, String))> = r
+        .trees
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.container_name.is_none())
+        .filter_map(|(i, t)| Some((i, (a.judgements[i].root_id(&a.snapshot), t.cgroup_container.clone()?))))
+        .collect();
+    let asked: Vec<_> = wanted.iter().map(|(_, w)| w.clone()).collect();
+    for ((i, _), name) in wanted.iter().zip(cycle::container_names(&asked, &procfs, &cfg)) {
+        r.trees[*i].container_name = name;
+    }
     r.hosts = Some(crate::hostcfg::report());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));

@@ -65,6 +65,16 @@ impl ProcFs {
         }
     }
 
+    /// The name an engine gave container `id` when asked for `uid`'s tree
+    /// (`Some(None)`: asked, unknown), remembered by [`ProcFs::remember_engine_name`].
+    pub fn engine_name(&self, uid: u32, id: &str) -> Option<Option<String>> {
+        self.runtimes.engine_name(uid, id)
+    }
+
+    pub fn remember_engine_name(&self, uid: u32, id: &str, name: Option<String>) {
+        self.runtimes.remember_engine_name(uid, id, name);
+    }
+
     /// This `/proc` with pods' names read from the runtime state below `root`
     /// (default [`DEFAULT_RUNTIME_ROOT`]; a fixture tree in tests).
     #[must_use]

@@ -59,11 +59,26 @@ impl std::fmt::Display for PodName {
 pub struct Runtimes {
     root: PathBuf,
     cache: Mutex<HashMap<String, Option<PodName>>>,
+    /// Docker/Podman containers' names as their engines gave them, by the
+    /// user asked for and the short id (see `cycle::containers`).
+    engine_names: Mutex<HashMap<(u32, String), Option<String>>>,
 }
 
 impl Runtimes {
     pub fn new(root: impl Into<PathBuf>) -> Runtimes {
-        Runtimes { root: root.into(), cache: Mutex::new(HashMap::new()) }
+        Runtimes { root: root.into(), cache: Mutex::new(HashMap::new()), engine_names: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn engine_name(&self, uid: u32, id: &str) -> Option<Option<String>> {
+        self.engine_names.lock().ok()?.get(&(uid, id.to_string())).cloned()
+    }
+
+    pub fn remember_engine_name(&self, uid: u32, id: &str, name: Option<String>) {
+        let Ok(mut names) = self.engine_names.lock() else { return };
+        if names.len() >= CACHE {
+            names.clear();
+        }
+        names.insert((uid, id.to_string()), name);
     }
 
     /// The pod of container `id` (its full 64-hex id), whose cgroup names
