@@ -218,7 +218,11 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
         .collect();
     let asked: Vec<_> = wanted.iter().map(|(_, w)| w.clone()).collect();
     for ((i, _), name) in wanted.iter().zip(cycle::container_names(&asked, &procfs, &cfg)) {
-        r.trees[*i].container_name = name;
+        let t = &mut r.trees[*i];
+        if let (Some(c), Some(n)) = (&t.cgroup_container, &name) {
+            t.reason = cycle::reason_with_name(&t.reason, c, n);
+        }
+        t.container_name = name;
     }
     r.hosts = Some(crate::hostcfg::report());
     if args.json {

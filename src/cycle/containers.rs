@@ -98,7 +98,19 @@ pub fn name(orders: &mut [Order], procfs: &ProcFs, cfg: &Config) {
     let mut names = names.into_iter();
     for o in orders.iter_mut().filter(|o| o.container_name.is_none() && o.cgroup_container.is_some()) {
         o.container_name = names.next().flatten();
+        if let (Some(c), Some(n)) = (&o.cgroup_container, &o.container_name) {
+            o.reason = reason_with_name(&o.reason, c, n);
+        }
     }
+}
+
+/// The policy's reason (`… in container docker 0123456789ab`) with the
+/// engine's name after the container, where it names the container; the
+/// policy judges from the scan alone and never asks an engine.
+pub fn reason_with_name(reason: &str, container: &str, name: &str) -> String {
+    let at = format!("container {container}");
+    let named = format!("{at} ({})", crate::names::printable(name));
+    if reason.contains(&named) { reason.to_string() } else { reason.replacen(&at, &named, 1) }
 }
 
 /// The names engines give the containers of `wanted` (a tree's root and
@@ -290,6 +302,16 @@ mod tests {
         assert_eq!(container_names(&wanted, &procfs, &cfg), want);
         assert_eq!(asked.load(Ordering::SeqCst), n, "asked again: not cached");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_reason_names_the_container_after_its_id() {
+        let r = "orphan: adopted by init in container docker 0123456789ab";
+        let named = reason_with_name(r, "docker 0123456789ab", "github-mcp");
+        assert_eq!(named, "orphan: adopted by init in container docker 0123456789ab (github-mcp)");
+        assert_eq!(reason_with_name(&named, "docker 0123456789ab", "github-mcp"), named);
+        assert_eq!(reason_with_name("orphan", "docker 0123456789ab", "x"), "orphan");
+        assert_eq!(reason_with_name(r, "docker 0123456789ab", "a\nb"), format!("{r} (a\\nb)"));
     }
 
     #[test]

@@ -6,7 +6,9 @@ mod containers;
 mod run;
 mod summary;
 
-pub use containers::{container_names, describe as describe_container, plans_for_scan as container_plans};
+pub use containers::{
+    container_names, describe as describe_container, plans_for_scan as container_plans, reason_with_name,
+};
 pub use run::{Cycle, Done, Kind, Memory, Planned};
 pub use summary::CycleSummary;
 
