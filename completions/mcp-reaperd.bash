@@ -23,7 +23,7 @@ _mcp__reaperd() {
 
     case "${cmd}" in
         mcp__reaperd)
-            opts="-h -V --once --dry-run --config --scope --socket --state-file --proc-root --no-events --json --log-level --log-target --help --version"
+            opts="-h -V --once --dry-run --config --scope --socket --state-file --proc-root --runtime-root --no-events --json --log-level --log-target --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -46,6 +46,10 @@ _mcp__reaperd() {
                     return 0
                     ;;
                 --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --runtime-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -259,7 +259,7 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__hosts)
-            opts="-h --json --scope --proc-root --config --socket --help"
+            opts="-h --json --scope --proc-root --runtime-root --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -270,6 +270,10 @@ _reaperctl() {
                     return 0
                     ;;
                 --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --runtime-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -389,7 +393,7 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__scan)
-            opts="-h --json --scope --proc-root --config --socket --help"
+            opts="-h --json --scope --proc-root --runtime-root --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -400,6 +404,10 @@ _reaperctl() {
                     return 0
                     ;;
                 --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --runtime-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
