@@ -3,7 +3,7 @@ complete -c mcp-reaperd -l scope -d 'Only consider descendants of PID, treating 
 complete -c mcp-reaperd -l socket -d 'Control socket path (overrides `daemon.socket`)' -r -F
 complete -c mcp-reaperd -l state-file -d 'Grace state file (overrides `daemon.state_file`)' -r -F
 complete -c mcp-reaperd -l proc-root -d 'Read processes from DIR instead of /proc (tests)' -r -F
-complete -c mcp-reaperd -l runtime-root -d 'Read the container runtimes\' state (Kubernetes pods\' names) below DIR instead of PID 1\'s root (tests)' -r -F
+complete -c mcp-reaperd -l runtime-root -d 'Read the container runtimes\' state (Kubernetes pods\' names) below DIR only, instead of PID 1\'s root, then / (tests)' -r -F
 complete -c mcp-reaperd -l log-level -d 'Log level: error, warn, info, debug, trace' -r
 complete -c mcp-reaperd -l log-target -d 'Where logs go' -r -f -a "auto\t'journald when started by systemd with its output on the journal (`JOURNAL_STREAM` set), stderr otherwise'
 journald\t''

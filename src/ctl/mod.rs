@@ -103,9 +103,9 @@ pub struct ScanArgs {
     #[arg(long, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
     /// Read the container runtimes' state (Kubernetes pods' names) below
-    /// DIR instead of PID 1's root (tests).
-    #[arg(long, value_name = "DIR", default_value = crate::scan::DEFAULT_RUNTIME_ROOT, hide = true)]
-    pub runtime_root: PathBuf,
+    /// DIR only, instead of PID 1's root, then / (tests).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub runtime_root: Option<PathBuf>,
 }
 
 pub(crate) fn parse_pid(s: &str) -> Result<Pid, String> {
@@ -185,7 +185,7 @@ fn validate(cli: &Cli) -> ExitCode {
 fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Assessment), ExitCode> {
     let cfg = load_config(&sources(&cli.config), "reaperctl")?;
     let grace = read_grace(&cfg);
-    let procfs = ProcFs::new(&args.proc_root).with_runtime_root(&args.runtime_root);
+    let procfs = ProcFs::new(&args.proc_root).with_runtime_root(args.runtime_root.as_deref());
     if let Some(note) = procfs.hidden_notice() {
         eprintln!("reaperctl: note: {note}");
     }

@@ -35,7 +35,7 @@ pub use process::{
     CgroupContainer, Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit,
     boot_tick,
 };
-pub use procfs::{DEFAULT_RUNTIME_ROOT, ProcFs};
+pub use procfs::ProcFs;
 pub use runtime::PodName;
 
 /// Errors that stop a scan as a whole (a single vanished process never does).

@@ -15,11 +15,6 @@ use super::process::{Context, ProcState, Process, boot_tick};
 use crate::ids::{Identity, Pid, StartTime, Uid};
 use crate::program::Program;
 
-/// Where the node's files are, for the container runtimes' state: PID 1's
-/// root, which is the node's own from a pod with `hostPID` (and `/` on the
-/// host itself); reading it needs ptrace access to PID 1.
-pub const DEFAULT_RUNTIME_ROOT: &str = "/proc/1/root";
-
 /// A `/proc` to read: the real one, or a fixture tree in tests.
 #[derive(Clone, Debug)]
 pub struct ProcFs {
@@ -61,7 +56,7 @@ impl ProcFs {
             page_size: rustix::param::page_size() as u64,
             cgroup_mounts: std::sync::OnceLock::new(),
             hints: Arc::default(),
-            runtimes: Arc::new(super::runtime::Runtimes::new(DEFAULT_RUNTIME_ROOT)),
+            runtimes: Arc::new(super::runtime::Runtimes::default()),
         }
     }
 
@@ -76,10 +71,13 @@ impl ProcFs {
     }
 
     /// This `/proc` with pods' names read from the runtime state below `root`
-    /// (default [`DEFAULT_RUNTIME_ROOT`]; a fixture tree in tests).
+    /// alone (a fixture tree in tests); `None`: the usual places
+    /// ([`super::runtime::DEFAULT_ROOTS`]).
     #[must_use]
-    pub fn with_runtime_root(mut self, root: impl Into<PathBuf>) -> ProcFs {
-        self.runtimes = Arc::new(super::runtime::Runtimes::new(root));
+    pub fn with_runtime_root(mut self, root: Option<&Path>) -> ProcFs {
+        if let Some(root) = root {
+            self.runtimes = Arc::new(super::runtime::Runtimes::new(root));
+        }
         self
     }
 

@@ -10,8 +10,11 @@
 //! credentials a node agent should not hold, and the CRI is gRPC on a socket
 //! that also creates and execs containers; the bundle is root-owned runtime
 //! state on the node, readable with the capabilities the reaper already has.
-//! The files are read through `/proc/1/root` by default, so a reaper in a
-//! pod with `hostPID` reads the node's `/run` with no extra mount.
+//! The files are read through `/proc/1/root` first, so a reaper in a pod
+//! with `hostPID` reads the node's `/run` with no extra mount; that needs
+//! ptrace read access to PID 1, which an LSM may refuse a container (and
+//! some sandboxes refuse even root), so then below `/`, where a pod may
+//! mount the runtime's state directory read-only at its own path.
 //!
 //! Trust: only a regular file owned by root, writable by no one else, at
 //! most [`CAP`] bytes, opened without following a final symlink and without
@@ -40,6 +43,10 @@ const BUNDLES: [(&str, &str); 3] = [
     ("run/containers/storage/overlay-containers", "userdata/config.json"),
 ];
 
+/// Where the node's files are: PID 1's root (the node's own from a pod with
+/// `hostPID`, `/` on the host itself), then this process's own root.
+pub const DEFAULT_ROOTS: [&str; 2] = ["/proc/1/root", "/"];
+
 /// A Kubernetes pod by namespace and name, and the container's name in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodName {
@@ -57,7 +64,7 @@ impl std::fmt::Display for PodName {
 /// The runtime state a scan reads pod names from, with its cache.
 #[derive(Debug)]
 pub struct Runtimes {
-    root: PathBuf,
+    roots: Vec<PathBuf>,
     cache: Mutex<HashMap<String, Option<PodName>>>,
     /// Docker/Podman containers' names as their engines gave them, by the
     /// user asked for and the short id (see `cycle::containers`).
@@ -65,8 +72,13 @@ pub struct Runtimes {
 }
 
 impl Runtimes {
+    /// The runtime state below `root` alone.
     pub fn new(root: impl Into<PathBuf>) -> Runtimes {
-        Runtimes { root: root.into(), cache: Mutex::new(HashMap::new()), engine_names: Mutex::new(HashMap::new()) }
+        Runtimes::below(vec![root.into()])
+    }
+
+    fn below(roots: Vec<PathBuf>) -> Runtimes {
+        Runtimes { roots, cache: Mutex::new(HashMap::new()), engine_names: Mutex::new(HashMap::new()) }
     }
 
     pub fn engine_name(&self, uid: u32, id: &str) -> Option<Option<String>> {
@@ -91,9 +103,11 @@ impl Runtimes {
         if let Some(hit) = self.cache.lock().ok()?.get(&key) {
             return hit.clone();
         }
-        let found = BUNDLES.iter().find_map(|(dir, file)| {
-            let bytes = read_root_file(&self.root.join(dir).join(id).join(file))?;
-            pod_of_config(&bytes, pod_uid)
+        let found = self.roots.iter().find_map(|root| {
+            BUNDLES.iter().find_map(|(dir, file)| {
+                let bytes = read_root_file(&root.join(dir).join(id).join(file))?;
+                pod_of_config(&bytes, pod_uid)
+            })
         });
         let mut cache = self.cache.lock().ok()?;
         if cache.len() >= CACHE {
@@ -101,6 +115,12 @@ impl Runtimes {
         }
         cache.insert(key, found.clone());
         found
+    }
+}
+
+impl Default for Runtimes {
+    fn default() -> Runtimes {
+        Runtimes::below(DEFAULT_ROOTS.iter().map(PathBuf::from).collect())
     }
 }
 
@@ -242,6 +262,9 @@ mod tests {
             container: Some("agent".into()),
         });
         assert_eq!(r.pod(ID, UID), want, "owned by root: {owned_by_root}");
+        // A root that cannot be read (PID 1's, refused) gives way to the next.
+        let fallback = Runtimes::below(vec![dir.join("nothing-here"), dir.clone()]);
+        assert_eq!(fallback.pod(ID, UID), want, "the second root");
         std::fs::remove_file(&cfg).unwrap();
         assert_eq!(r.pod(ID, UID), want, "cached per container");
         assert_eq!(r.pod("../../etc", UID), None);
