@@ -16,8 +16,17 @@ _reaperctl() {
             ",$1")
                 cmd="reaperctl"
                 ;;
+            reaperctl,config)
+                cmd="reaperctl__subcmd__config"
+                ;;
+            reaperctl,doctor)
+                cmd="reaperctl__subcmd__doctor"
+                ;;
             reaperctl,help)
                 cmd="reaperctl__subcmd__help"
+                ;;
+            reaperctl,history)
+                cmd="reaperctl__subcmd__history"
                 ;;
             reaperctl,hosts)
                 cmd="reaperctl__subcmd__hosts"
@@ -46,8 +55,17 @@ _reaperctl() {
             reaperctl,validate)
                 cmd="reaperctl__subcmd__validate"
                 ;;
+            reaperctl__subcmd__help,config)
+                cmd="reaperctl__subcmd__help__subcmd__config"
+                ;;
+            reaperctl__subcmd__help,doctor)
+                cmd="reaperctl__subcmd__help__subcmd__doctor"
+                ;;
             reaperctl__subcmd__help,help)
                 cmd="reaperctl__subcmd__help__subcmd__help"
+                ;;
+            reaperctl__subcmd__help,history)
+                cmd="reaperctl__subcmd__help__subcmd__history"
                 ;;
             reaperctl__subcmd__help,hosts)
                 cmd="reaperctl__subcmd__help__subcmd__hosts"
@@ -83,7 +101,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan hosts validate status reload reap-now metrics run session-end help"
+            opts="-h -V --config --socket --help --version scan hosts validate config doctor status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -104,8 +122,52 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        reaperctl__subcmd__config)
+            opts="-h --json --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__doctor)
+            opts="-h --json --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         reaperctl__subcmd__help)
-            opts="scan hosts validate status reload reap-now metrics run session-end help"
+            opts="scan hosts validate config doctor status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -118,7 +180,49 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        reaperctl__subcmd__help__subcmd__config)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         reaperctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -251,6 +355,32 @@ _reaperctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__history)
+            opts="-h --since --json --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -45,6 +45,7 @@ cp "$bin_dir/mcp-reaperd" "$bin_dir/reaperctl" "$stage/bin/"
 cp "$repo/packaging/config.toml" "$repo/packaging/config.d-README" "$stage/packaging/"
 cp "$repo/config/default.toml" "$stage/config/"
 cp "$repo/README.md" "$stage/"
+cp -r "$repo/docs" "$stage/"
 cp "$repo/systemd/mcp-reaper.service" "$repo/systemd/mcp-reaper-once.service" \
     "$repo/systemd/mcp-reaper-once.timer" "$stage/systemd/"
 cp "$repo/systemd/user/mcp-reaper.service" "$stage/systemd/user/"
@@ -78,6 +79,7 @@ for p in /usr/bin/mcp-reaperd /usr/bin/reaperctl /etc/mcp-reaper/config.toml \
     /usr/lib/systemd/system/mcp-reaper.service /usr/lib/systemd/system/mcp-reaper-once.service \
     /usr/lib/systemd/system/mcp-reaper-once.timer /usr/lib/systemd/user/mcp-reaper.service \
     /usr/share/doc/mcp-reaper/README.md /usr/share/doc/mcp-reaper/default.toml \
+    /usr/share/doc/mcp-reaper/docs/design.md /usr/share/doc/mcp-reaper/docs/evidence.md \
     /usr/share/doc/mcp-reaper/examples/notify-reload.conf /usr/share/doc/mcp-reaper/examples/proc-connector.conf; do
     grep -qxF "$p" <<<"$listing" || { echo "FAIL missing from rpm: $p" >&2; missing=1; }
 done

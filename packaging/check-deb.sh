@@ -55,6 +55,8 @@ expected=(
     /usr/lib/systemd/system/mcp-reaper-once.timer
     /usr/lib/systemd/user/mcp-reaper.service
     /usr/share/doc/mcp-reaper/README.md
+    /usr/share/doc/mcp-reaper/docs/design.md
+    /usr/share/doc/mcp-reaper/docs/evidence.md
     /usr/share/doc/mcp-reaper/default.toml
     /usr/share/doc/mcp-reaper/copyright
     /usr/share/doc/mcp-reaper/examples/notify-reload.conf

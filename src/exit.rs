@@ -1,6 +1,6 @@
 //! sysexits-style exit codes, shared by both binaries, and the one mapping
 //! of each failure both binaries can meet to its code. (Control-socket
-//! failures map through `ctl::proto::ErrorKind::exit_code`; the lock through
+//! failures map through `proto::ErrorKind::exit_code`; the lock through
 //! `daemon::control::LockError::exit_code`.)
 
 use crate::cycle::AssessError;

@@ -27,6 +27,11 @@ impl Pid {
     }
 }
 
+/// A `--scope PID` argument, for clap in both binaries.
+pub fn parse_pid(s: &str) -> Result<Pid, String> {
+    Pid::parse(s).ok_or_else(|| format!("not a process id: {s:?}"))
+}
+
 impl fmt::Display for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)

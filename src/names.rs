@@ -6,16 +6,85 @@ use std::borrow::Cow;
 
 use crate::scan::Process;
 
-/// Text from a process (argv, comm) made safe for a terminal or a log line:
-/// control characters (newlines, escape sequences) are shown escaped.
+/// Whether a character must never reach a terminal raw: C0 and C1 controls
+/// (ESC, CSI, OSC … and newlines), DEL, the line and paragraph separators, and
+/// the bidirectional embeddings, overrides, isolates and marks that reorder
+/// what a person reads (`U+202A`–`U+202E`, `U+2066`–`U+2069`, `U+200E`,
+/// `U+200F`, `U+061C`).
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+        || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// The sanitizer: every text a person reads (scan, status, hosts, run's
+/// messages, log lines on a terminal, notifications, error messages) goes
+/// through it or [`printable_lines`]. Text from a process or a user's file
+/// (argv, comm, cwd, config keys and values) is hostile: each unsafe
+/// character ([`is_unsafe`]) is shown escaped (`\n`, `\u{1b}`, `\u{202e}`),
+/// so a name cannot set a terminal's title, write its clipboard (OSC 52),
+/// colour it, forge a line or reorder one. The escapes are plain ASCII:
+/// escaping twice changes nothing.
 pub fn printable(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    escape_if(s, is_unsafe)
+}
+
+/// [`printable`] for a text of several lines the reaper wrote itself: its
+/// newlines are kept, every other unsafe character escaped. The hostile
+/// parts of such a text must have gone through [`printable`] first (or a
+/// newline in them would start a line of their own).
+pub fn printable_lines(s: &str) -> Cow<'_, str> {
+    escape_if(s, |c| c != '\n' && is_unsafe(c))
+}
+
+fn escape_if(s: &str, unsafe_: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(&unsafe_) {
         return s.into();
     }
-    s.chars()
-        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
-        .collect::<String>()
-        .into()
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// JSON as printed (`--json`): serde escapes C0 controls in strings but
+/// writes DEL, C1 controls and bidi characters raw. Outside strings JSON
+/// has only ASCII, so each such character left is inside a string and is
+/// written as a `\uXXXX` escape: the same JSON value, safe on a terminal.
+pub fn printable_json(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(|c| c != '\n' && is_unsafe(c)) {
+        return json.into();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if c != '\n' && is_unsafe(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// `println!` through [`printable_lines`]: what `reaperctl` and the daemon
+/// print for a person.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => { println!("{}", $crate::names::printable_lines(&format!($($arg)*))) };
+}
+
+/// `eprintln!` through [`printable_lines`]: messages and errors on stderr.
+#[macro_export]
+macro_rules! say_err {
+    ($($arg:tt)*) => { eprintln!("{}", $crate::names::printable_lines(&format!($($arg)*))) };
 }
 
 /// A short name for a process in a reason: `claude (pid 4100)`.
@@ -121,5 +190,25 @@ mod tests {
         assert_eq!(container_words(&c), "containerd 0123456789ab (mcp) in pod agents/s-1");
         let d = crate::scan::Details { container: Some(c), ..Default::default() };
         assert_eq!(namespace_of(&d), "container containerd 0123456789ab (mcp) in pod agents/s-1");
+    }
+
+    #[test]
+    fn every_unsafe_class_is_escaped() {
+        // C1 CSI, DEL, OSC 52 with BEL, bidi override and isolate, line separator.
+        let s = "a\u{9b}b\u{7f}c\x1b]52;c;ZXZpbA==\x07d\u{202e}e\u{2066}f\u{2028}g\rh";
+        let p = printable(s);
+        assert!(!p.chars().any(is_unsafe), "{p}");
+        assert_eq!(p, "a\\u{9b}b\\u{7f}c\\u{1b}]52;c;ZXZpbA==\\u{7}d\\u{202e}e\\u{2066}f\\u{2028}g\\rh");
+        assert_eq!(printable(&p), p, "escaping twice changes nothing");
+        assert_eq!(printable_lines("one\ntwo\x1b"), "one\ntwo\\u{1b}");
+    }
+
+    #[test]
+    fn json_stays_json() {
+        let v = serde_json::json!({"k\u{202e}": "a\u{9b}\u{7f}\x1b\n\u{1F600}"});
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let safe = printable_json(&text);
+        assert!(!safe.chars().any(|c| c != '\n' && is_unsafe(c)), "{safe}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
     }
 }

@@ -1,5 +1,9 @@
 //! Roles: what a process is to the reaper, and the role kept on a process
 //! between scans. A leaf: the scan keeps roles, the config's matcher makes them.
+//! Also why a process is a server beyond a pattern — its host's config
+//! ([`Origin`]) or its own program ([`SdkEvidence`]), both found by
+//! `hostcfg` — kept here so that `tree` holds them without importing the
+//! stage that finds them.
 
 use serde::Serialize;
 
@@ -63,5 +67,54 @@ impl CachedRole {
     pub(crate) fn get(self) -> RoleMatch {
         let unpack = |i: u32| (i != Self::NONE).then_some(i as usize);
         RoleMatch { role: self.role, pattern: unpack(self.pattern), protect: unpack(self.protect) }
+    }
+}
+
+/// Why a process is a server by configuration, for explanations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The file, as shown (`~/.claude.json`, `/home/u/p/.mcp.json`).
+    pub file: String,
+    /// Where in it (`mcpServers.weather`).
+    pub key: String,
+    /// The host below which it was seen, with its pid and session id.
+    pub seen_below: Option<(String, i32, Option<String>)>,
+}
+
+impl Origin {
+    /// `configured in ~/.claude.json (mcpServers.weather)`, and the host it
+    /// was seen below.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut s = format!("configured in {} ({})", self.file, self.key);
+        if let Some((host, pid, session)) = &self.seen_below {
+            let _ = write!(s, "; seen as a child of host {host} [{pid}]");
+            if let Some(id) = session {
+                let _ = write!(s, ", session {id}");
+            }
+        }
+        s
+    }
+}
+
+/// What made a process a server, for explanations and `reaperctl scan`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SdkEvidence {
+    /// `imports` (its entry imports the SDK's server half) or `declares`
+    /// (its project depends on the SDK and this is the project's entry).
+    pub kind: &'static str,
+    /// The module, import or dependency found (`mcp.server.fastmcp`).
+    pub found: String,
+    /// The file it was found in.
+    pub file: String,
+}
+
+impl SdkEvidence {
+    /// `its script imports mcp.server.fastmcp (/home/u/weather/weather.py)`.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            "imports" => format!("its script imports {} ({})", self.found, self.file),
+            _ => format!("its project declares {} ({}) and this is its entry", self.found, self.file),
+        }
     }
 }

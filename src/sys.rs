@@ -169,3 +169,16 @@ pub(crate) fn unblock_before_exec(cmd: &mut std::process::Command, sigs: &[Signa
         });
     }
 }
+
+/// The largest peak resident set (`ru_maxrss`, KiB) among the children this
+/// process has waited for: what `benches/memory.rs` reports for one run of
+/// `mcp-reaperd --once` (in a helper process of its own, so only that child
+/// counts).
+pub fn children_peak_rss_kib() -> Option<u64> {
+    // SAFETY: rusage is plain data; getrusage(2) fills the whole struct we own
+    // and has no other effect.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(libc::RUSAGE_CHILDREN, &raw mut ru) == 0).then(|| u64::try_from(ru.ru_maxrss).unwrap_or(0))
+    }
+}

@@ -46,7 +46,9 @@ pub struct Forest {
     /// Whether each process is inside the scope (a strict descendant of it).
     in_scope: Vec<bool>,
     /// Servers by their hosts' configs (see [`crate::hostcfg`]), and why.
-    pub origins: std::collections::HashMap<usize, std::sync::Arc<crate::hostcfg::Origin>>,
+    pub origins: std::collections::HashMap<usize, std::sync::Arc<crate::role::Origin>>,
+    /// Servers by their own program's SDK (see [`crate::hostcfg::sdk`]), and why.
+    pub sdk: std::collections::HashMap<usize, std::sync::Arc<crate::role::SdkEvidence>>,
 }
 
 /// A server tree before judgement.
@@ -86,8 +88,15 @@ impl Forest {
             })
             .collect();
         let scope = scope.and_then(|s| snap.index_of(s));
-        let mut f =
-            Forest { parent, children, roles, scope, in_scope: Vec::new(), origins: std::collections::HashMap::new() };
+        let mut f = Forest {
+            parent,
+            children,
+            roles,
+            scope,
+            in_scope: Vec::new(),
+            origins: std::collections::HashMap::new(),
+            sdk: std::collections::HashMap::new(),
+        };
         f.in_scope = match scope {
             None => vec![true; n],
             Some(s) => {
@@ -105,6 +114,7 @@ impl Forest {
     pub fn refine_roles(&mut self, snap: &Snapshot, matcher: &Matcher, which: &[usize]) {
         for &i in which {
             self.origins.remove(&i);
+            self.sdk.remove(&i);
             self.roles[i] = classify(snap, &snap.procs[i], matcher);
         }
     }

@@ -268,3 +268,171 @@ fn the_daemon_remembers_what_it_saw_across_a_restart_and_logs_a_bad_file_once() 
     assert!(wait_until(Duration::from_secs(10), || !alive(uv) && !alive(server)), "{}", d.log_text());
     sb.assert_alive(&[other]);
 }
+
+#[test]
+fn a_hosts_own_home_is_read_where_it_differs_from_the_reapers() {
+    // The host runs with HOME elsewhere (a container, `sudo -u` keeping HOME,
+    // a CI runner): its ~/.claude.json is there, not in the home the reaper
+    // knows. Its server is learnt from the host's own environment and reaped
+    // once the host is killed.
+    let f = Fixture::new("hostcfg-hosthome");
+    std::fs::create_dir_all(f.path("hosthome")).unwrap();
+    let cfg = json!({"mcpServers": {"weather": {"command": "python3", "args": ["weather.py"],
+        "cwd": f.path_str("weather")}}});
+    std::fs::write(f.path("hosthome/.claude.json"), cfg.to_string()).unwrap();
+    let sb = Sandbox::new(vec![
+        Spec::new(&["claude"])
+            .cwd(&f.path("project"))
+            .env("HOME", &f.path_str("hosthome"))
+            .child(Spec::new(&["python3", "weather.py"]).cwd(&f.path("weather")))
+            .child(Spec::new(&["python3", "weather.py"]).cwd(&f.path("other"))),
+    ]);
+    let host = sb.pid_of("claude");
+    let server = pid_where(&sb, "python3 weather.py", &f.path("weather"));
+    let other = pid_where(&sb, "python3 weather.py", &f.path("other"));
+    assert!(outcomes(&once(&f, &sb)).is_empty());
+    let v = scan(&f, &sb);
+    let m = member(&v, server).unwrap_or_else(|| panic!("the configured python is no tree member: {v:#}"));
+    let file = f.path_str("hosthome/.claude.json");
+    assert_eq!(m["configured"]["file"], file.as_str(), "{m:#}");
+    assert!(member(&v, other).is_none(), "{v:#}");
+    sb.kill_host(host);
+    let v = once(&f, &sb);
+    let o = outcomes(&v);
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!(
+        (o[0]["root"]["pid"].as_i64(), o[0]["verdict"].as_str()),
+        (Some(server.into()), Some("orphan")),
+        "{v:#}"
+    );
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)));
+    sb.assert_alive(&[other]);
+}
+
+#[test]
+fn qwen_continue_and_kilo_configs_are_read_where_each_host_reads_them() {
+    // Qwen Code: ~/.qwen/settings.json of its HOME; Continue's `cn --config
+    // F` (relative to its cwd); Kilo: kilo.json below its XDG_CONFIG_HOME.
+    let f = Fixture::new("hostcfg-newhosts");
+    for d in ["qhome/.qwen", "xdg/kilo"] {
+        std::fs::create_dir_all(f.path(d)).unwrap();
+    }
+    let q = json!({"mcpServers": {"weather": {"command": ".venv/bin/python", "args": ["-m", "weather"],
+        "cwd": f.path_str("weather")}}});
+    std::fs::write(f.path("qhome/.qwen/settings.json"), q.to_string()).unwrap();
+    let cn = format!(
+        "name: local\nversion: 0.0.1\nschema: v1\nmcpServers:\n  - name: forecast\n    command: uv\n    args:\n      - --directory\n      - {}\n      - run\n      - forecast.py\n",
+        f.path_str("weather")
+    );
+    std::fs::write(f.path("project/cn.yaml"), cn).unwrap();
+    let k = json!({"mcp": {"tides": {"type": "local", "command": ["uv", "run", "--directory", f.path_str("weather"), "tides.py"]}}});
+    std::fs::write(f.path("xdg/kilo/kilo.json"), k.to_string()).unwrap();
+    let sb = Sandbox::new(vec![
+        Spec::new(&["qwen"]).env("HOME", &f.path_str("qhome")),
+        Spec::new(&["cn", "-p", "hi", "--config", "cn.yaml"]).cwd(&f.path("project")),
+        Spec::new(&["kilo", "run", "hi"]).env("XDG_CONFIG_HOME", &f.path_str("xdg")),
+    ]);
+    let h = run(&f, env!("CARGO_BIN_EXE_reaperctl"), &["hosts", "--json", "--scope", &s(sb.scope_pid())]);
+    let hosts: Vec<&str> = h["hosts"].as_array().unwrap().iter().filter_map(|x| x["program"].as_str()).collect();
+    for want in ["qwen", "cn", "kilo"] {
+        assert!(hosts.contains(&want), "{want} is a known host: {h:#}");
+    }
+    let servers = h["servers"].as_array().unwrap();
+    let find =
+        |file: &str| servers.iter().find(|x| x["file"] == file).unwrap_or_else(|| panic!("nothing from {file}: {h:#}"));
+    let qs = find(&f.path_str("qhome/.qwen/settings.json"));
+    assert_eq!((qs["host"].as_str(), qs["program"].as_str()), (Some("qwen-code"), Some("weather")), "{h:#}");
+    let cs = find(&f.path_str("project/cn.yaml"));
+    assert_eq!((cs["host"].as_str(), cs["key"].as_str()), (Some("continue"), Some("mcpServers.forecast")), "{h:#}");
+    assert_eq!(cs["program"], "forecast.py", "{h:#}");
+    let ks = find(&f.path_str("xdg/kilo/kilo.json"));
+    assert_eq!((ks["host"].as_str(), ks["program"].as_str()), (Some("kilo"), Some("tides.py")), "{h:#}");
+}
+
+#[test]
+fn an_interpreter_running_pipx_is_pipx_and_its_orphan_tree_is_reaped() {
+    // Debian's pipx is a Python script: `/usr/bin/python3 /usr/bin/pipx run
+    // mcp-server-time` stays the parent of the server. It is that launcher,
+    // so once the host dies the tree is an orphan, not `foreign`.
+    let f = Fixture::new("hostcfg-pipx");
+    let sb = Sandbox::new(vec![Spec::new(&["claude"]).child(
+        Spec::new(&["/usr/bin/python3", "/usr/bin/pipx", "run", "mcp-server-time"]).child(Spec::new(&[
+            "/home/u/.local/share/pipx/.cache/0a1b/bin/python",
+            "/home/u/.local/share/pipx/.cache/0a1b/bin/mcp-server-time",
+        ])),
+    )]);
+    let (host, pipx) = (sb.pid_of("claude"), sb.pid_of("/usr/bin/python3 /usr/bin/pipx"));
+    let server = sb.pid_of("/home/u/.local/share/pipx/.cache/0a1b/bin/python");
+    sb.kill_host(host);
+    let v = once(&f, &sb);
+    let o = outcomes(&v);
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!((o[0]["root"]["pid"].as_i64(), o[0]["verdict"].as_str()), (Some(pipx.into()), Some("orphan")), "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(pipx) && !alive(server)));
+}
+
+#[test]
+fn qwens_python_dash_m_server_in_its_directory_is_reaped_and_its_namesake_elsewhere_kept() {
+    // Qwen Code's documented shape: `.venv/bin/python -m weather` with `cwd`,
+    // in ~/.qwen/settings.json of the HOME Qwen runs with. The module is the
+    // one in that directory: a `python -m weather` elsewhere is another program.
+    let f = Fixture::new("hostcfg-qwen");
+    std::fs::create_dir_all(f.path("qhome/.qwen")).unwrap();
+    let q = serde_json::json!({"mcpServers": {"weather": {"command": ".venv/bin/python", "args": ["-m", "weather"],
+        "cwd": f.path_str("weather")}}});
+    std::fs::write(f.path("qhome/.qwen/settings.json"), q.to_string()).unwrap();
+    let venv = |d: &str| format!("{}/.venv/bin/python", f.path_str(d));
+    let sb = Sandbox::new(vec![
+        Spec::new(&["node", "/usr/local/bin/qwen"])
+            .env("HOME", &f.path_str("qhome"))
+            .child(
+                Spec::new(&[&venv("weather"), "-m", "weather"])
+                    .cwd(&f.path("weather"))
+                    .env("QWEN_CODE_SESSION_ID", "5e0c-77"),
+            )
+            .child(Spec::new(&[&venv("other"), "-m", "weather"]).cwd(&f.path("other"))),
+    ]);
+    let host = sb.pid_of("node /usr/local/bin/qwen");
+    let server = sb.pid_of(&venv("weather"));
+    let other = sb.pid_of(&venv("other"));
+    assert!(outcomes(&once(&f, &sb)).is_empty());
+    let v = scan(&f, &sb);
+    let m = member(&v, server).unwrap_or_else(|| panic!("Qwen's server is in no tree: {v:#}"));
+    assert_eq!(m["configured"]["file"], f.path_str("qhome/.qwen/settings.json"), "{m:#}");
+    assert_eq!(m["configured"]["session"], "5e0c-77", "{m:#}");
+    assert!(member(&v, other).is_none(), "{v:#}");
+    sb.kill_host(host);
+    let v = once(&f, &sb);
+    let o = outcomes(&v);
+    assert_eq!(o.len(), 1, "{v:#}");
+    assert_eq!(o[0]["root"]["pid"], server, "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)));
+    sb.assert_alive(&[other]);
+}
+
+#[test]
+fn clines_hub_daemon_outlives_the_cli_and_is_kept_with_its_servers() {
+    // `cline` starts a shared `cline --cline-hub-daemon` in a session of its
+    // own (stdio on /dev/null) that outlives the CLI: a host by its own
+    // pattern, kept with what runs below it once the CLI is gone.
+    let f = Fixture::new("hostcfg-cline-hub");
+    let sb = Sandbox::new(vec![
+        Spec::new(&["node", "/usr/bin/cline"]).child(
+            Spec::new(&["/usr/lib/node_modules/cline/bin/.cline", "--cline-hub-daemon"])
+                .setsid()
+                .stdio_null()
+                .child(Spec::new(&["npm", "exec", "@modelcontextprotocol/server-memory"])),
+        ),
+    ]);
+    let cli = sb.pid_of("node /usr/bin/cline");
+    let hub = sb.pid_of("/usr/lib/node_modules/cline/bin/.cline");
+    let server = sb.pid_of("npm exec @modelcontextprotocol/server-memory");
+    sb.kill_host(cli);
+    let v = once(&f, &sb);
+    assert!(outcomes(&v).is_empty(), "{v:#}");
+    let v = scan(&f, &sb);
+    let t = v["trees"].as_array().unwrap().iter().find(|t| t["root"] == server).unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(t["verdict"], "live", "{t:#}");
+    assert!(t["reason"].as_str().is_some_and(|r| r.contains(".cline")), "{t:#}");
+    sb.assert_alive(&[hub, server]);
+}

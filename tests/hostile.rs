@@ -85,7 +85,7 @@ fn comms_with_parens_spaces_and_newlines_are_read_and_reaped_right() {
 }
 
 #[test]
-fn a_one_mib_argv_is_read_whole_and_reaped() {
+fn a_one_mib_argv_is_kept_cut_and_still_reaped() {
     let sb = Sandbox::new(vec![
         Spec::new(CLAUDE).child(Spec::new(NODE_PLAYWRIGHT).pad_kib(1024)),
         Spec::new(&["sleep", "600"]),
@@ -99,13 +99,41 @@ fn a_one_mib_argv_is_read_whole_and_reaped() {
     let v = scan(&sb, &cfg);
     let t = tree_rooted_at(&v, server);
     assert_eq!(t["verdict"], "orphan", "{t:#}");
+    // Kept: the whole arguments of the first 4 KiB (mcp_reaper::scan::CMDLINE_KEEP),
+    // then ` …`; protect was settled on the whole line, read again.
     let cmd = member(t, server)["cmdline"].as_str().unwrap();
-    assert_eq!(cmd.len(), raw.len() - 1, "joined whole: NULs become spaces, the last one dropped");
+    assert!(cmd.starts_with(&NODE_PLAYWRIGHT.join(" ")) && cmd.ends_with(" …"), "{cmd}");
+    assert!(cmd.len() <= mcp_reaper::scan::CMDLINE_KEEP + " …".len(), "{} bytes kept", cmd.len());
 
     let out = once(&sb, &cfg);
     assert_eq!(out["summary"]["trees_reaped"], 1, "{out:#}");
     assert!(wait_until(Duration::from_secs(5), || !alive(server)));
     sb.assert_alive(&[bystander, sb.scope_pid()]);
+}
+
+#[test]
+fn a_protect_match_past_the_kept_part_of_a_command_line_still_protects() {
+    // `--port 8931` (the default protect patterns: a shared HTTP server)
+    // comes after 5 KiB of arguments: past what a scan keeps.
+    let filler = "A".repeat(5000);
+    let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(Spec::new(&[
+        NODE_PLAYWRIGHT[0],
+        NODE_PLAYWRIGHT[1],
+        &filler,
+        "--port",
+        "8931",
+    ]))]);
+    let (host, server) = (sb.pid_of("claude"), sb.pid_of("node "));
+    sb.kill_host(host);
+    let cfg = sb.dir().config(0, "");
+    let v = scan(&sb, &cfg);
+    let t = tree_rooted_at(&v, server);
+    assert_eq!(t["verdict"], "protected", "{t:#}");
+    // Settled on the whole line, read again: the pattern that matched is named.
+    assert!(t["reason"].as_str().is_some_and(|r| r.contains("--(sse-)?port")), "{t:#}");
+    let out = once(&sb, &cfg);
+    assert_eq!(out["summary"]["trees_reaped"], 0, "{out:#}");
+    sb.assert_alive(&[server, sb.scope_pid()]);
 }
 
 #[test]

@@ -145,6 +145,13 @@ const ROWS: &[Row] = &[
     r(&["node", "/usr/bin/cline"], "cline", Host),
     r(&["/usr/lib/node_modules/cline/bin/.cline", "--config", "/home/u/.cline"], ".cline", Host),
     r(&["kilo", "serve", "--port", "0"], "kilo", Host),
+    r(&["/usr/lib/node_modules/cline/bin/.cline", "--cline-hub-daemon"], ".cline", Host),
+    r(&["node", "/usr/bin/cline", "--cline-hub-daemon", "--port", "0"], "cline", Host),
+    r(&["kilo", "run", "summarize"], "kilo", Host),
+    r(&["kilo"], "kilo", Host),
+    r(&["node", "/usr/lib/node_modules/@kilocode/cli/bin/kilo"], "@kilocode/cli", Host),
+    r(&["cn", "-p", "summarize", "--config", "/home/u/cn.yaml"], "cn", Host),
+    r(&["node", "/usr/lib/node_modules/@continuedev/cli/dist/index.js", "-p", "hi"], "@continuedev/cli", Host),
     r(&["/home/u/.local/share/JetBrains/IntelliJIdea2025.1/continue-intellij-extension/core/linux-x64/continue-binary"], "continue-binary", Host),
     r(&["q", "chat"], "q", Host),
     r(&["qchat", "chat", "--trust-all-tools"], "qchat", Host),
@@ -222,6 +229,13 @@ const ROWS: &[Row] = &[
 
     // ---- §2 L5 `pipx run <pkg>` (pipx execs into the cached venv's python).
     r(&["pipx", "run", "mcp-server-time"], "mcp-server-time", Server),
+    // Debian's pipx is a Python script: the interpreter running it is pipx (issue 23).
+    r(&["/usr/bin/python3", "/usr/bin/pipx", "run", "mcp-server-time"], "mcp-server-time", Server),
+    r(&["/usr/bin/python3", "/usr/bin/pipx", "run", "weather-tool"], "weather-tool", Launcher),
+    r(&["/usr/bin/python3", "/usr/bin/poetry", "run", "python", "server.py"], "server.py", Launcher),
+    // Kilo's order: uv's options after `run`, and global options before it.
+    r(&["uv", "run", "--directory", "/home/u/src/weather", "weather.py"], "weather.py", Launcher),
+    r(&["uv", "--no-cache", "run", "--directory", "/home/u/src/weather", "weather.py"], "weather.py", Launcher),
     r(&["/home/u/.local/share/pipx/.cache/0a1b2c/bin/python", "/home/u/.local/share/pipx/.cache/0a1b2c/bin/mcp-server-time", "--local-timezone=UTC"], "mcp-server-time", Server),
 
     // ---- §2 L6 `pnpm dlx` / `pnpm exec` (pnpm installed through npm or

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_reaper::ctl::proto::Status;
+use mcp_reaper::proto::Status;
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Signal, WaitOptions, WaitStatus};
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_reaper::ctl::proto::Status;
+use mcp_reaper::proto::Status;
 use rustix::process::Signal;
 
 use crate::bench::{Bench, OrphanTree, bound};

@@ -161,6 +161,7 @@ keys! {
     }
     [hosts] {
         read_configs: bool => read_host_configs;
+        read_programs: bool => read_server_programs;
     }
     [daemon] {
         socket: SocketPath => socket, optional;

@@ -12,6 +12,7 @@ mod error;
 mod keys;
 mod kinds;
 mod layer;
+mod origin;
 mod patterns;
 mod sources;
 #[cfg(test)]
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use origin::{Setting, settings};
 pub use patterns::{CachedRole, Matcher, Role, RoleMatch, Subject, Target};
 pub use sources::{DEFAULT_TOML, MAX_FILE_BYTES, Sources};
 
@@ -68,6 +70,9 @@ pub struct Config {
     pub min_uid: u32,
     /// `[hosts] read_configs`: servers the hosts' own MCP configs name are servers.
     pub read_host_configs: bool,
+    /// `[hosts] read_programs`: a process whose own program imports (or
+    /// whose project declares) an MCP SDK's server half is a server.
+    pub read_server_programs: bool,
     pub patterns: PatternLists,
     pub socket: Option<PathBuf>,
     pub state_file: Option<PathBuf>,

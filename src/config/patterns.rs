@@ -173,6 +173,9 @@ fn set(list: &[&str]) -> Result<RegexSet, String> {
     )
 }
 
+/// What a cut command line "matches" in `protect`, for reasons.
+const CUT_PROTECT: &str = "(any: its command line is over 4 KiB and was cut, and protect could match what was cut)";
+
 /// How much of a command line role patterns see (see [`Matcher::classify`]).
 pub const ROLE_TEXT: usize = 64 * 1024;
 
@@ -250,7 +253,12 @@ impl Matcher {
     /// command line, since missing it could not.
     pub fn classify_subject(&self, s: Subject<'_>) -> RoleMatch {
         let x = Texts::of(&s);
-        let protect = self.protect.first(&x, true);
+        // A command line cut short (see `scan::CMDLINE_KEEP`) may hold a
+        // protect match in what was cut: it counts as one.
+        let protect = self
+            .protect
+            .first(&x, true)
+            .or_else(|| (s.program.is_cut() && !self.lists.protect.is_empty()).then_some(self.lists.protect.len()));
         let bystander = self.bystanders.first(&x, false).is_some();
         let via = s.program.via;
         let found = |role, l: &List| l.first(&x, false).map(|i| RoleMatch { role, pattern: Some(i), protect });
@@ -279,6 +287,18 @@ impl Matcher {
             .unwrap_or(RoleMatch { role: Role::Other, pattern: None, protect })
     }
 
+    /// The `protect` match of a whole command line, read again for a process
+    /// whose kept line was cut (see [`Matcher::is_cut_protect`]).
+    pub fn protect_in(&self, s: Subject<'_>) -> Option<usize> {
+        self.protect.first(&Texts::of(&s), true)
+    }
+
+    /// Whether `index` is the stand-in a cut command line gets in `protect`
+    /// until its whole line is read.
+    pub fn is_cut_protect(&self, index: usize) -> bool {
+        index == self.lists.protect.len()
+    }
+
     /// Whether a process is a bystander (never a server, whatever else says so).
     pub fn is_bystander(&self, s: Subject<'_>) -> bool {
         self.bystanders.first(&Texts::of(&s), false).is_some()
@@ -297,7 +317,8 @@ impl Matcher {
     }
 
     pub fn protect_text(&self, index: usize) -> &str {
-        self.lists.protect.get(index).map_or("", String::as_str)
+        let cut = if index == self.lists.protect.len() { CUT_PROTECT } else { "" };
+        self.lists.protect.get(index).map_or(cut, String::as_str)
     }
 }
 

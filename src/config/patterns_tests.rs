@@ -155,3 +155,20 @@ fn exe_patterns_see_the_exe() {
     let m = c.matcher.classify("2.0.14", Some("/home/u/.local/share/claude/versions/2.0.14"));
     assert_eq!(m.role, Role::Host);
 }
+
+#[test]
+fn a_cut_command_line_counts_as_protected() {
+    // What was cut (see `scan::CMDLINE_KEEP`) could hold `--port 8931`.
+    let a = Config::embedded();
+    let cmd = "node /x/.bin/playwright-mcp …";
+    let mut program = crate::program::Program::of_joined(cmd);
+    assert_eq!(a.matcher.classify_subject(Subject { cmdline: cmd, program, exe: None }).protect, None);
+    program.set_cut();
+    let m = a.matcher.classify_subject(Subject { cmdline: cmd, program, exe: None });
+    assert_eq!(m.role, Role::Server, "the role is decided on what was read");
+    let pi = m.protect.expect("protected");
+    assert!(a.matcher.protect_text(pi).contains("was cut"), "{}", a.matcher.protect_text(pi));
+    // No protect patterns: nothing could have matched.
+    let b = Config::from_str_with_default("t", "[patterns]\nprotect = []").unwrap();
+    assert_eq!(b.matcher.classify_subject(Subject { cmdline: cmd, program, exe: None }).protect, None);
+}

@@ -35,6 +35,16 @@ impl Sources {
         Sources::default()
     }
 
+    /// What a `--config` argument names: `-` the embedded default alone, a
+    /// path that file (which must exist), nothing the default location.
+    pub fn from_arg(config: Option<&Path>) -> Sources {
+        match config {
+            Some(p) if p.as_os_str() == "-" => Sources::embedded_only(),
+            Some(p) => Sources::explicit(p),
+            None => Sources::default_location(),
+        }
+    }
+
     /// `config.d/` beside the main file.
     pub fn dropin_dir(&self) -> Option<PathBuf> {
         let main = self.main.as_ref()?;
@@ -110,7 +120,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// One file's text, at most [`MAX_FILE_BYTES`] and UTF-8. The outer error is
 /// the I/O failure (the caller judges a missing file), the inner one a file
 /// refused for its size or encoding.
-fn read_text(path: &Path, name: &str) -> std::io::Result<Result<String, ConfigError>> {
+pub(super) fn read_text(path: &Path, name: &str) -> std::io::Result<Result<String, ConfigError>> {
     use std::io::Read as _;
     let file = std::fs::File::open(path)?;
     let on_disk = file.metadata()?.len();

@@ -66,7 +66,7 @@ pub fn run(args: &DesktopNotifyArgs) -> ExitCode {
 
 fn fail(code: u8, reason: &str) -> ExitCode {
     // One line: the daemon logs the last line of it.
-    eprintln!("{PREFIX}{}", reason.replace('\n', " "));
+    crate::say_err!("{PREFIX}{}", reason.replace('\n', " "));
     ExitCode::from(code)
 }
 
@@ -74,7 +74,8 @@ fn fail(code: u8, reason: &str) -> ExitCode {
 async fn notify(summary: &str, body: &str) -> Result<u32, Failure> {
     let bus = zbus::Connection::session().await.map_err(Failure::NoBus)?;
     let hints: HashMap<&str, zbus::Variant<'_>> = HashMap::new();
-    let args = ("mcp-reaper", 0u32, "", summary, body, Vec::<&str>::new(), hints, -1i32);
+    let (summary, body) = (crate::names::printable(summary), crate::names::printable_lines(body));
+    let args = ("mcp-reaper", 0u32, "", &*summary, &*body, Vec::<&str>::new(), hints, -1i32);
     let reply = bus.call_method(Some(SERVICE), PATH, Some(SERVICE), "Notify", &args).await.map_err(Failure::Refused)?;
     reply.body().deserialize::<u32>().map_err(Failure::Refused)
 }

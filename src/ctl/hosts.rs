@@ -14,9 +14,9 @@ pub(super) fn hosts(cli: &Cli, args: &ScanArgs) -> ExitCode {
     }
     let r = hostcfg::report();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
+        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
     } else {
-        print!("{}", render(&r, &crate::report::human::user_names()));
+        print!("{}", crate::names::printable_lines(&render(&r, &crate::report::human::user_names())));
     }
     ExitCode::from(exit::OK)
 }
@@ -29,25 +29,29 @@ fn render(r: &Report, users: &std::collections::HashMap<u32, String>) -> String 
     if uids.is_empty() {
         out.push_str("no host config files found (a root reaper reads those of users with a live host)\n");
     }
+    // Everything here but the numbers comes from a user: the host's
+    // working directory, its config's path, keys, commands and arguments.
+    let p = |s: &str| crate::names::printable(s).into_owned();
     for uid in uids {
-        let name = users.get(&uid).cloned().unwrap_or_else(|| uid.to_string());
+        let name = p(&users.get(&uid).cloned().unwrap_or_else(|| uid.to_string()));
         let _ = writeln!(out, "{name} (uid {uid})");
         for h in r.hosts.iter().filter(|h| h.uid == uid) {
-            let _ = writeln!(out, "  host {} [{}] in {}", h.program, h.pid, h.cwd.as_deref().unwrap_or("?"));
+            let _ = writeln!(out, "  host {} [{}] in {}", p(&h.program), h.pid, p(h.cwd.as_deref().unwrap_or("?")));
         }
         for f in r.files.iter().filter(|f| f.uid == uid) {
             match (&f.error, f.servers) {
                 (Some(e), _) => {
-                    let _ = writeln!(out, "  {} ({}): skipped: {e}", f.path, f.host);
+                    let _ = writeln!(out, "  {} ({}): skipped: {}", p(&f.path), f.host, p(e));
                 }
                 (None, n) => {
                     let n = n.unwrap_or(0);
-                    let _ = writeln!(out, "  {} ({}): {n} server{}", f.path, f.host, if n == 1 { "" } else { "s" });
+                    let _ = writeln!(out, "  {} ({}): {n} server{}", p(&f.path), f.host, if n == 1 { "" } else { "s" });
                 }
             }
             for s in r.servers.iter().filter(|s| s.uid == uid && s.file == f.path) {
                 let weak = if s.weak { ", only below a live host" } else { "" };
-                let _ = writeln!(out, "    {}: {} (program {}{weak})", s.key, s.command.join(" "), s.program);
+                let command: Vec<String> = s.command.iter().map(|a| p(a)).collect();
+                let _ = writeln!(out, "    {}: {} (program {}{weak})", p(&s.key), command.join(" "), p(&s.program));
             }
         }
     }

@@ -1,8 +1,11 @@
 //! `reaperctl`: the command-line client. Read-only commands work without the daemon.
 
+mod config_show;
 pub mod desktop;
+mod doctor;
+mod grace;
+mod history;
 mod hosts;
-pub mod proto;
 pub mod run;
 pub mod session_end;
 
@@ -16,7 +19,6 @@ use crate::config::{Config, Sources};
 use crate::cycle;
 use crate::exit;
 use crate::ids::Pid;
-use crate::policy::GraceBook;
 use crate::report;
 use crate::scan::ProcFs;
 
@@ -27,7 +29,8 @@ use crate::scan::ProcFs;
     about = "Inspect and control mcp-reaper",
     long_about = "Inspect and control mcp-reaper.\n\n\
         `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
-        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket. `run` starts a host \
+        `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket; `history` lists what was reaped, from the \
+        ledger beside the state file or from the daemon. `run` starts a host \
         in a session of its own and ends what it leaves behind; `session-end`, from a host's session-end \
         hook, has the daemon reap the host's trees the moment it exits.",
     after_long_help = "Exit status: 0 ok, 64 usage, 69 the daemon is not running (or is stopping), \
@@ -63,6 +66,14 @@ pub enum Command {
     Hosts(ScanArgs),
     /// Check a config file; print "ok" or every problem found.
     Validate,
+    /// Print the effective configuration (the embedded default, the main
+    /// file and its drop-ins merged), each value with the file and line it
+    /// comes from.
+    Config(config_show::ConfigArgs),
+    /// Check what the reaper needs from this machine (privileges, pidfds,
+    /// process events, hidepid, cgroups, journald, memory pressure, engine
+    /// sockets, the daemon) and what each missing part costs.
+    Doctor(doctor::DoctorArgs),
     /// What the running daemon sees and has done.
     Status {
         /// Print the daemon's JSON status.
@@ -82,6 +93,9 @@ pub enum Command {
     },
     /// Print the daemon's counters in Prometheus text format.
     Metrics,
+    /// What was reaped, when, and what it returned: the ledger beside the
+    /// state file, with the totals since it began.
+    History(history::HistoryArgs),
     /// Run a host in a session nothing it starts can leave; end what it
     /// leaves behind when it exits. E.g. `alias claude='reaperctl run -- claude'`.
     Run(run::RunArgs),
@@ -93,7 +107,7 @@ pub enum Command {
 
 #[derive(clap::Args, Debug)]
 pub struct ScanArgs {
-    /// Print the stable JSON form (see README) instead of the human view.
+    /// Print the stable JSON form (see docs/json.md) instead of the human view.
     #[arg(long)]
     pub json: bool,
     /// Judge only descendants of PID, treating PID as an adopter.
@@ -108,16 +122,13 @@ pub struct ScanArgs {
     pub runtime_root: Option<PathBuf>,
 }
 
-pub(crate) fn parse_pid(s: &str) -> Result<Pid, String> {
-    Pid::parse(s).ok_or_else(|| format!("not a process id: {s:?}"))
-}
+pub use crate::ids::parse_pid;
+/// The protocol, where the client's files have always found it.
+pub use crate::proto;
 
+/// The config `--config` names (`-`: the embedded default alone).
 pub fn sources(config: &Option<PathBuf>) -> Sources {
-    match config {
-        Some(p) if p.as_os_str() == "-" => Sources::embedded_only(),
-        Some(p) => Sources::explicit(p),
-        None => Sources::default_location(),
-    }
+    Sources::from_arg(config.as_deref())
 }
 
 /// Loads config (and installs its redaction patterns for everything shown
@@ -125,21 +136,12 @@ pub fn sources(config: &Option<PathBuf>) -> Sources {
 pub(crate) fn load_config(sources: &Sources, prog: &str) -> Result<Config, ExitCode> {
     let cfg = Config::load(sources).map_err(|errs| {
         for e in &errs.0 {
-            eprintln!("{prog}: {e}");
+            crate::say_err!("{prog}: {e}");
         }
         ExitCode::from(exit::CONFIG)
     })?;
     crate::redact::install(cfg.redactor.clone());
     Ok(cfg)
-}
-
-/// Grace state as the daemon last wrote it, read-only. Absent or broken: empty.
-pub(crate) fn read_grace(cfg: &Config) -> GraceBook {
-    let (book, warning) = crate::state::load(&crate::paths::state_file(cfg.state_file.as_deref()));
-    if let Some(w) = warning {
-        eprintln!("reaperctl: warning: {w}");
-    }
-    book
 }
 
 pub fn main() -> ExitCode {
@@ -154,12 +156,15 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Validate => validate(&cli),
+        Command::Config(args) => config_show::run(&cli, args),
+        Command::Doctor(args) => doctor::run(&cli, args),
         Command::Scan(args) => scan(&cli, args),
         Command::Hosts(args) => hosts::hosts(&cli, args),
         Command::Status { json } => status(&cli, *json),
         Command::Reload => reload(&cli),
         Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),
         Command::Metrics => metrics(&cli),
+        Command::History(args) => history::run(&cli, args),
         Command::Run(args) => run::run(&cli.config, args),
         Command::SessionEnd(args) => session_end::run(&cli, args),
     }
@@ -168,14 +173,14 @@ pub fn main() -> ExitCode {
 fn validate(cli: &Cli) -> ExitCode {
     match Config::load(&sources(&cli.config)) {
         Ok(cfg) => {
-            println!("ok ({})", cfg.sources.join(", "));
+            crate::say!("ok ({})", cfg.sources.join(", "));
             ExitCode::from(exit::OK)
         }
         Err(errs) => {
             for e in &errs.0 {
-                println!("{e}");
+                crate::say!("{e}");
             }
-            println!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
+            crate::say!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
             ExitCode::from(exit::INVALID)
         }
     }
@@ -184,17 +189,20 @@ fn validate(cli: &Cli) -> ExitCode {
 /// The config and a judgement of the machine now, or the exit code.
 fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Assessment), ExitCode> {
     let cfg = load_config(&sources(&cli.config), "reaperctl")?;
-    let grace = read_grace(&cfg);
+    let (grace, notes) = grace::for_scan(cli, &cfg, &args.proc_root);
+    for n in notes {
+        crate::say_err!("reaperctl: {n}");
+    }
     let procfs = ProcFs::new(&args.proc_root).with_runtime_root(args.runtime_root.as_deref());
     if let Some(note) = procfs.hidden_notice() {
-        eprintln!("reaperctl: note: {note}");
+        crate::say_err!("reaperctl: note: {note}");
     }
     // The pressure the daemon would weigh (nothing when it cannot be read).
     let pressure = cfg.pressure.file().and_then(|f| crate::scan::pressure::read(&f).ok());
     match cycle::assess(&procfs, &cfg, args.scope, &grace, SystemTime::now(), pressure) {
         Ok(a) => Ok((cfg, procfs, a)),
         Err(e) => {
-            eprintln!("reaperctl: {e}");
+            crate::say_err!("reaperctl: {e}");
             Err(ExitCode::from(exit::assess(&e)))
         }
     }
@@ -226,40 +234,61 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     }
     r.hosts = Some(crate::hostcfg::report());
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).expect("report serializes"));
+        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
     } else {
         let users = report::human::user_names();
-        print!("{}", report::human::render_report(&a, &r, &users, report::human::terminal_width()));
+        print!(
+            "{}",
+            crate::names::printable_lines(&report::human::render_report(
+                &a,
+                &r,
+                &users,
+                report::human::terminal_width()
+            ))
+        );
     }
     ExitCode::from(exit::OK)
 }
 
+/// The daemon's socket: `--socket`, else the config's, else the user's own,
+/// else the system daemon's (a user without a user daemon may still ask it).
+pub(crate) fn socket_path(cli: &Cli, cfg: Option<&Config>) -> PathBuf {
+    if let Some(p) = &cli.socket {
+        return p.clone();
+    }
+    let configured = cfg.and_then(|c| c.socket.as_deref());
+    let own = crate::paths::socket(configured);
+    let system = PathBuf::from(crate::paths::SYSTEM_SOCKET);
+    if !own.exists() && configured.is_none() && system.exists() { system } else { own }
+}
+
+/// A daemon answering in a shared fallback directory someone else owns
+/// could be anyone's: ask nothing of it.
+pub(crate) fn trusted_socket(path: &std::path::Path) -> Result<(), String> {
+    let shared = crate::paths::shared_runtime_dir();
+    if path.starts_with(&shared) && shared.exists() {
+        crate::paths::check_private_dir(&shared).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// Sends one request to the daemon; prints why it failed and returns the exit code.
 pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) -> Result<proto::Reply, ExitCode> {
-    let path = if let Some(p) = &cli.socket {
-        p.clone()
+    let cfg = if cli.socket.is_some() {
+        None
     } else {
-        let cfg = Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
-        let own = crate::paths::socket(cfg.socket.as_deref());
-        // A user without a user daemon may still ask the system daemon.
-        let system = std::path::PathBuf::from(crate::paths::SYSTEM_SOCKET);
-        if !own.exists() && cfg.socket.is_none() && system.exists() { system } else { own }
+        Some(Config::load(&sources(&cli.config)).unwrap_or_else(|_| Config::embedded()))
     };
-    // A daemon answering in a shared fallback directory someone else owns
-    // could be anyone's: ask nothing of it.
-    let shared = crate::paths::shared_runtime_dir();
-    if path.starts_with(&shared)
-        && shared.exists()
-        && let Err(e) = crate::paths::check_private_dir(&shared)
-    {
-        eprintln!("reaperctl: {e}");
+    let path = socket_path(cli, cfg.as_ref());
+    if let Err(e) = trusted_socket(&path) {
+        crate::say_err!("reaperctl: {e}");
         return Err(ExitCode::from(exit::UNAVAILABLE));
     }
     let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("reaperctl: the daemon is not running (cannot connect to {}: {e})", path.display());
-            eprintln!("hint: `reaperctl scan` audits the machine without the daemon");
+            crate::say_err!("reaperctl: the daemon is not running (cannot connect to {}: {e})", path.display());
+            crate::say_err!("hint: `reaperctl scan` audits the machine without the daemon");
             return Err(ExitCode::from(exit::UNAVAILABLE));
         }
     };
@@ -268,11 +297,11 @@ pub(crate) fn ask(cli: &Cli, cmd: proto::Command, timeout: std::time::Duration) 
     match proto::call(&mut stream, &proto::Request { v: proto::VERSION, cmd }) {
         Ok(r) if r.ok || r.reload.is_some() => Ok(r),
         Ok(r) => {
-            eprintln!("reaperctl: {}", r.error.as_deref().unwrap_or("request failed"));
+            crate::say_err!("reaperctl: {}", r.error.as_deref().unwrap_or("request failed"));
             Err(ExitCode::from(r.kind.unwrap_or(proto::ErrorKind::Unknown).exit_code()))
         }
         Err(e) => {
-            eprintln!("reaperctl: talking to the daemon at {}: {e}", path.display());
+            crate::say_err!("reaperctl: talking to the daemon at {}: {e}", path.display());
             Err(ExitCode::from(exit::UNAVAILABLE))
         }
     }
@@ -286,13 +315,13 @@ fn status(cli: &Cli, json: bool) -> ExitCode {
         Err(code) => return code,
     };
     let Some(s) = reply.status else {
-        eprintln!("reaperctl: the daemon sent no status");
+        crate::say_err!("reaperctl: the daemon sent no status");
         return ExitCode::from(exit::SOFTWARE);
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&s).expect("status serializes"));
+        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&s).expect("status serializes")));
     } else {
-        print!("{}", report::status_text::render(&s));
+        print!("{}", crate::names::printable_lines(&report::status_text::render(&s)));
     }
     ExitCode::from(exit::OK)
 }
@@ -302,7 +331,7 @@ fn reload(cli: &Cli) -> ExitCode {
         Ok(r) => {
             let res = r.reload.unwrap_or_default();
             if res.ok {
-                println!(
+                crate::say!(
                     "reloaded{}",
                     if res.messages.is_empty() {
                         ": no changes".into()
@@ -313,9 +342,9 @@ fn reload(cli: &Cli) -> ExitCode {
                 ExitCode::from(exit::OK)
             } else {
                 for m in &res.messages {
-                    println!("{m}");
+                    crate::say!("{m}");
                 }
-                println!("reload failed; the daemon keeps its previous config");
+                crate::say!("reload failed; the daemon keeps its previous config");
                 ExitCode::from(exit::CONFIG)
             }
         }
@@ -329,12 +358,15 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
         Ok(r) => {
             let res = r.reap.unwrap_or_default();
             if json {
-                println!("{}", serde_json::to_string_pretty(&res).expect("result serializes"));
+                println!(
+                    "{}",
+                    crate::names::printable_json(&serde_json::to_string_pretty(&res).expect("result serializes"))
+                );
             } else if res.events.is_empty() {
-                println!("nothing to reap");
+                crate::say!("nothing to reap");
             } else {
                 for e in &res.events {
-                    println!("{}", e.line);
+                    crate::say!("{}", e.line);
                 }
             }
             ExitCode::from(exit::OK)
@@ -346,7 +378,7 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
 fn metrics(cli: &Cli) -> ExitCode {
     match ask(cli, proto::Command::Metrics, SHORT) {
         Ok(r) => {
-            print!("{}", r.metrics.unwrap_or_default());
+            print!("{}", crate::names::printable_lines(&r.metrics.unwrap_or_default()));
             ExitCode::from(exit::OK)
         }
         Err(code) => code,

@@ -81,7 +81,7 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
     let me = rustix::process::getpid();
     // Before the host exists: anything it orphans, at any depth, comes here.
     if let Err(e) = rustix::process::set_child_subreaper(Some(me)) {
-        eprintln!("reaperctl run: cannot become a child subreaper ({e})");
+        crate::say_err!("reaperctl run: cannot become a child subreaper ({e})");
         return ExitCode::from(exit::OSERR);
     }
     let mut sigs = FORWARD.to_vec();
@@ -89,12 +89,12 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
     let sigfd = match sys::block_into_signalfd(&sigs) {
         Ok(fd) => fd,
         Err(e) => {
-            eprintln!("reaperctl run: cannot set up signal forwarding ({e})");
+            crate::say_err!("reaperctl run: cannot set up signal forwarding ({e})");
             return ExitCode::from(exit::OSERR);
         }
     };
     let wrapper = me.as_raw_nonzero().get().cast_unsigned();
-    let host_name = args.command[0].to_string_lossy().into_owned();
+    let host_name = crate::names::printable(&args.command[0].to_string_lossy()).into_owned();
     let mut ask_systemd = true;
     let (mut child, host, pidfd, session, memcg) = loop {
         let (mut cmd, plan, memcg) = match prepare(args, wrapper, ask_systemd) {
@@ -112,7 +112,7 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
                     let _ = m.remove();
                 }
                 let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-                eprintln!("reaperctl run: cannot run {}: {e}", cmd.get_program().to_string_lossy());
+                crate::say_err!("reaperctl run: cannot run {}: {e}", cmd.get_program().to_string_lossy());
                 return ExitCode::from(code);
             }
         };
@@ -139,14 +139,14 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         // Only now: compiling the config's patterns would delay every host's start.
         let cfg = Config::load(&super::sources(config)).unwrap_or_else(|errs| {
             let first = errs.0.first().map(ToString::to_string).unwrap_or_default();
-            eprintln!("reaperctl run: warning: config not loaded ({first}); using the defaults");
+            crate::say_err!("reaperctl run: warning: config not loaded ({first}); using the defaults");
             Config::embedded()
         });
         let settings = Settings { term_timeout: cfg.term_timeout(), kill_wait: Duration::from_secs(1), dry_run: false };
         session.end(&procfs, &settings, &what, &reap_zombies)
     };
     if ended.found > 0 {
-        eprintln!(
+        crate::say_err!(
             "reaperctl run: ended {} of {} process(es) {host_name} left behind{}{}{}",
             ended.gone,
             ended.found,
@@ -156,7 +156,7 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         );
     }
     if ended.left > 0 {
-        eprintln!(
+        crate::say_err!(
             "reaperctl run: {} process(es) are still in the session: they keep forking faster than they \
              can be signalled{}",
             ended.left,
@@ -164,17 +164,17 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         );
     }
     for e in &ended.errors {
-        eprintln!("reaperctl run: {e}");
+        crate::say_err!("reaperctl run: {e}");
     }
     if let Session::Cgroup(leaf) = &session
         && let Err(e) = retry_removal(&|| leaf.remove(), &reap_zombies)
     {
-        eprintln!("reaperctl run: cannot remove the session's cgroup {}: {e}", leaf.dir.display());
+        crate::say_err!("reaperctl run: cannot remove the session's cgroup {}: {e}", leaf.dir.display());
     }
     if let Some(m) = &memcg
         && let Err(e) = retry_removal(&|| m.remove(), &reap_zombies)
     {
-        eprintln!("reaperctl run: cannot remove the session's memory cgroup {}: {e}", m.dir.display());
+        crate::say_err!("reaperctl run: cannot remove the session's memory cgroup {}: {e}", m.dir.display());
     }
     ExitCode::from(status)
 }
@@ -214,7 +214,7 @@ fn start_session(
                 {
                     let _ = child.kill();
                     let _ = child.wait();
-                    eprintln!(
+                    crate::say_err!(
                         "reaperctl run: systemd did not apply MemoryMax={bytes} to {}; the host was \
                          stopped rather than run without the limit",
                         leaf.dir.display()
@@ -225,7 +225,7 @@ fn start_session(
             }
             Started::Failed => {
                 let st = child.wait().map(|s| s.to_string()).unwrap_or_default();
-                eprintln!(
+                crate::say_err!(
                     "reaperctl run: warning: systemd-run could not make a scope ({st}); starting the host \
                      without systemd"
                 );
@@ -233,7 +233,7 @@ fn start_session(
             }
             Started::Exited => Ok((child, own())),
             Started::Unseen => {
-                eprintln!(
+                crate::say_err!(
                     "reaperctl run: warning: the host did not appear in a transient systemd scope; \
                      the session is the wrapper's descendants only"
                 );
@@ -249,7 +249,7 @@ fn start_session(
 /// be honoured.
 fn prepare(args: &RunArgs, wrapper: u32, ask_systemd: bool) -> Result<(Command, Plan, Option<MemoryV1>), ExitCode> {
     let fail = |msg: &str| {
-        eprintln!("reaperctl run: {msg}");
+        crate::say_err!("reaperctl run: {msg}");
         ExitCode::from(exit::OSERR)
     };
     let mut cmd = Command::new(&args.command[0]);
@@ -327,7 +327,7 @@ fn prepare(args: &RunArgs, wrapper: u32, ask_systemd: bool) -> Result<(Command, 
         // memory cgroup can still hold the limit.
         (Err(why), Some(bytes)) if v1_only => match limit_v1(&mut cmd, bytes) {
             Ok(m) => {
-                eprintln!(
+                crate::say_err!(
                     "reaperctl run: warning: {why}; the memory limit is held by the cgroup v1 memory \
                      cgroup {}, and the session is the wrapper's descendants only (a process that makes \
                      itself a subreaper can escape)",
@@ -341,7 +341,7 @@ fn prepare(args: &RunArgs, wrapper: u32, ask_systemd: bool) -> Result<(Command, 
         },
         (Err(why), Some(_)) => Err(fail(&format!("--memory-max needs a cgroup for the session, and {why}"))),
         (Err(why), None) => {
-            eprintln!(
+            crate::say_err!(
                 "reaperctl run: warning: {why}. A session no process can leave needs cgroup v2 and either \
                  systemd (systemd-run --scope) or a cgroup you may write to (root, or a delegated \
                  one given as --cgroup-parent). Falling back to a subreaper session: what the host \

@@ -45,16 +45,16 @@ pub fn run(cli: &Cli, args: &SessionEndArgs) -> ExitCode {
     let input = match read_input() {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("reaperctl session-end: {e}");
+            crate::say_err!("reaperctl session-end: {e}");
             return ExitCode::from(exit::USAGE);
         }
     };
     if let Some(ev) = input.hook_event_name.as_deref().filter(|e| *e != "SessionEnd") {
-        eprintln!("reaperctl session-end: note: called for hook event {ev:?}, not SessionEnd");
+        crate::say_err!("reaperctl session-end: note: called for hook event {ev:?}, not SessionEnd");
     }
     let reason = input.reason.or(input.trigger);
     if reason.as_deref() == Some("clear") {
-        eprintln!("reaperctl session-end: the host goes on after a clear; nothing to do");
+        crate::say_err!("reaperctl session-end: the host goes on after a clear; nothing to do");
         return ExitCode::from(exit::OK);
     }
     let cfg = Config::load(&super::sources(&cli.config)).unwrap_or_else(|_| Config::embedded());
@@ -66,7 +66,7 @@ pub fn run(cli: &Cli, args: &SessionEndArgs) -> ExitCode {
     let host = match host {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("reaperctl session-end: {e}");
+            crate::say_err!("reaperctl session-end: {e}");
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -81,7 +81,7 @@ pub fn run(cli: &Cli, args: &SessionEndArgs) -> ExitCode {
             let n = r.session_end.map_or(0, |s| s.children);
             // stderr: a hook's stdout is the host's to parse (Gemini CLI
             // takes it for JSON).
-            eprintln!(
+            crate::say_err!(
                 "mcp-reaper: the trees of {} are reaped as soon as it exits ({n} child process(es) now)",
                 crate::names::name(&host)
             );

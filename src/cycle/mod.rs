@@ -80,6 +80,8 @@ pub fn assess_snapshot(
     }
     let mut forest = Forest::build(&snap, &cfg.matcher, scope);
     crate::hostcfg::apply(procfs, cfg, &snap, &mut forest);
+    let all: Vec<usize> = (0..snap.len()).collect();
+    settle_cut(procfs, cfg, &snap, &mut forest, &all);
     let inputs = policy::Inputs { config: cfg, grace, now, pressure };
     // Round 1 loads tree members and their ancestors; round 2 the subtrees of
     // stale hosts, which join their trees; then the stdins the policy asks
@@ -127,6 +129,33 @@ pub fn assess_snapshot(
         procfs.load_details(&mut snap, pids);
         forest.refine_roles(&snap, &cfg.matcher, &idx);
         crate::hostcfg::apply(procfs, cfg, &snap, &mut forest);
+        settle_cut(procfs, cfg, &snap, &mut forest, &idx);
+    }
+}
+
+/// A process whose command line was cut (`scan::CMDLINE_KEEP`) counts as
+/// matching `protect` (what was cut could match). For the members of server
+/// trees among `which`, the whole line is read again (one at a time, not
+/// kept) and matched: what protects them is then known. A line that cannot
+/// be read whole keeps the stand-in, and its tree.
+fn settle_cut(procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest, which: &[usize]) {
+    let cut: Vec<usize> = which
+        .iter()
+        .copied()
+        .filter(|&i| snap.procs[i].program.is_cut())
+        .filter(|&i| forest.roles[i].protect.is_some_and(|k| cfg.matcher.is_cut_protect(k)))
+        .collect();
+    if cut.is_empty() {
+        return;
+    }
+    let members: std::collections::HashSet<usize> =
+        forest.server_trees(snap).iter().flat_map(|t| t.members.iter().map(|&(m, _)| m)).collect();
+    for i in cut.into_iter().filter(|i| members.contains(i)) {
+        let p = &snap.procs[i];
+        if let Some((text, spans)) = procfs.whole_cmdline(p.id) {
+            let program = crate::program::Program::from_argv(&text, &spans);
+            forest.roles[i].protect = cfg.matcher.protect_in(Subject { cmdline: &text, program, exe: p.exe() });
+        }
     }
 }
 

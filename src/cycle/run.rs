@@ -13,7 +13,7 @@ use crate::policy::{GraceBook, Judgement, Verdict};
 use crate::reap::{self, Outcome};
 use crate::report;
 use crate::scan::{self, ProcFs, Process};
-use crate::state;
+use crate::{history, state};
 
 /// Who runs the cycle; the two differ only in when the state file is written
 /// and in how much a quiet cycle says.
@@ -43,12 +43,13 @@ pub struct Cycle<'a> {
 }
 
 /// What one cycle hands to the next: the grace clocks, and the last verdict
-/// per tree root (a kept tree is explained when its verdict changes, so a
-/// first cycle explains every kept tree).
+/// and reap decision per tree root. A tree is logged when either changes (a
+/// first cycle explains every tree): a dry run that finds the same orphan
+/// due at every tick says "would reap" once, not at every tick.
 #[derive(Clone, Debug, Default)]
 pub struct Memory {
     pub book: GraceBook,
-    pub known: HashMap<Identity, Verdict>,
+    pub known: HashMap<Identity, (Verdict, bool)>,
 }
 
 /// What one cycle did.
@@ -59,6 +60,11 @@ pub struct Done {
     pub outcomes: Vec<Outcome>,
     /// The state file's write, when there was one.
     pub saved: Option<std::io::Result<()>>,
+    /// What goes in the history (the trees acted on; none in a dry run),
+    /// written by the caller ([`history::append`]) once the outcomes are
+    /// on the record: the write syncs to disk, and a status must not wait
+    /// for it to count a reap.
+    pub entries: Vec<history::Entry>,
 }
 
 /// The first half of a cycle: what to do, and the state file saved.
@@ -103,16 +109,21 @@ impl Cycle<'_> {
         let Planned { judged, saved, started } = planned;
         let (a, orders) = match judged {
             Ok(x) => x,
-            Err(e) => return Done { judged: Err(e), outcomes: Vec::new(), saved },
+            Err(e) => return Done { judged: Err(e), outcomes: Vec::new(), saved, entries: Vec::new() },
         };
-        memory.known = explain_kept(&a, &memory.known);
+        let before = std::mem::take(&mut memory.known);
+        memory.known = explain_kept(&a, &before);
         let planned = orders.len();
         let outcomes = reap::terminate_with(self.procfs, orders, &self.settings(), Some(&a.snapshot));
-        for o in &outcomes {
+        // A real reap is an act, logged each time; a dry run's plan for a
+        // tree already said to be due, with the same verdict, is a repeat.
+        let mut told = 0;
+        for o in outcomes.iter().filter(|o| !(o.dry_run && before.get(&o.root) == Some(&(o.verdict, true)))) {
             report::log::outcome(o);
+            told += 1;
         }
         let summary = CycleSummary::new(&a, &outcomes);
-        if self.kind == Kind::Once || !outcomes.is_empty() {
+        if self.kind == Kind::Once || told > 0 {
             tracing::info!(
                 reaper_action = "cycle",
                 reaper_reclaimed_bytes = summary.reclaimed_bytes,
@@ -121,7 +132,14 @@ impl Cycle<'_> {
                 summary.line(self.dry_run, planned)
             );
         }
-        Done { judged: Ok((a, summary)), outcomes, saved }
+        // What was done goes in the ledger; what was only planned does not.
+        let entries = if self.dry_run {
+            Vec::new()
+        } else {
+            let at = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+            history::entries(&a, &outcomes, at)
+        };
+        Done { judged: Ok((a, summary)), outcomes, saved, entries }
     }
 
     fn settings(&self) -> reap::Settings {
@@ -133,16 +151,16 @@ impl Cycle<'_> {
     }
 }
 
-/// Logs every kept tree whose verdict is not the one `known` has for its
-/// root; returns the verdicts now known. A live tree is the normal state of
-/// things (a busy machine starts many): debug. What is kept for another
-/// reason, or waits, is worth a line at info.
-fn explain_kept(a: &Assessment, known: &HashMap<Identity, Verdict>) -> HashMap<Identity, Verdict> {
+/// Logs every kept tree whose verdict or decision is not the one `known`
+/// has for its root; returns the verdicts and decisions now known. A live
+/// tree is the normal state of things (a busy machine starts many): debug.
+/// What is kept for another reason, or waits, is worth a line at info.
+fn explain_kept(a: &Assessment, known: &HashMap<Identity, (Verdict, bool)>) -> HashMap<Identity, (Verdict, bool)> {
     let mut seen = HashMap::new();
     for j in &a.judgements {
         let root = &a.snapshot.procs[j.root];
-        seen.insert(root.id, j.verdict);
-        if known.get(&root.id) != Some(&j.verdict) && !j.reap {
+        seen.insert(root.id, (j.verdict, j.reap));
+        if known.get(&root.id) != Some(&(j.verdict, j.reap)) && !j.reap {
             keep_line(j, root);
         }
     }

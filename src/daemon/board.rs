@@ -6,9 +6,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::Args;
 use crate::config::{Config, Mode, Sources};
-use crate::ctl::proto::{ReapEvent, ReloadResult, ScanStats, Status, Totals, TreeStatus};
 use crate::cycle::Assessment;
-use crate::policy::Verdict;
+use crate::policy::{GraceBook, Verdict};
+use crate::proto::{ReapEvent, ReloadResult, ScanStats, Status, Totals, TreeStatus};
 use crate::reap::Outcome;
 use crate::report;
 use crate::report::status::PressureStatus;
@@ -37,7 +37,12 @@ pub struct Shared {
     pub scans: ScanStats,
     pub trees: Vec<TreeView>,
     pub totals: Totals,
+    /// The history's totals (every reap since the ledger began).
+    pub lifetime: Option<crate::history::Lifetime>,
     pub recent: VecDeque<ReapEvent>,
+    /// What the dry run would have reaped, and the trees it has counted.
+    pub would_reap: report::status::WouldReap,
+    pub planned: HashSet<(crate::ids::Identity, Verdict)>,
     pub self_uid: u32,
     /// `reaperctl run` sessions the last scan saw.
     pub run_sessions: Vec<crate::report::status::RunSession>,
@@ -47,6 +52,10 @@ pub struct Shared {
     pub pressure: PressureStatus,
     /// The last scan's duplicate servers, with the uid of their host.
     pub duplicates: Vec<(report::status::DuplicateServers, Option<u32>)>,
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    u64::try_from(t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(u64::MAX)
 }
 
 pub fn unix_now() -> u64 {
@@ -90,7 +99,9 @@ impl Shared {
                 }
                 t
             },
+            lifetime: self.lifetime.clone(),
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
+            would_reap: self.would_reap.clone(),
             filtered_for_uid: (!all).then_some(uid),
             run_sessions: self.run_sessions.iter().filter(|r| all || r.uid == Some(uid)).cloned().collect(),
             session_ends: self.session_ends.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
@@ -120,7 +131,8 @@ impl Shared {
 
     /// Puts one cycle's judgement and outcomes on the board; returns the
     /// outcomes as events (what `reaperctl reap-now` is answered).
-    pub fn record(&mut self, a: &Assessment, outcomes: &[Outcome], dry_run: bool) -> Vec<ReapEvent> {
+    /// `book` holds when each candidate was first seen.
+    pub fn record(&mut self, a: &Assessment, outcomes: &[Outcome], dry_run: bool, book: &GraceBook) -> Vec<ReapEvent> {
         let snap = &a.snapshot;
         self.scans.count += 1;
         self.scans.last_duration_ms = a.scan_duration.as_secs_f64() * 1000.0;
@@ -131,7 +143,10 @@ impl Shared {
             .judgements
             .iter()
             .map(|j| TreeView {
-                status: TreeStatus::new(snap, j),
+                status: TreeStatus {
+                    first_seen_unix_ms: book.get(j.root_id(snap)).map(unix_ms),
+                    ..TreeStatus::new(snap, j)
+                },
                 uids: j.members.iter().filter_map(|&(m, _)| snap.procs[m].uid().map(|u| u.0)).collect(),
             })
             .collect();
@@ -148,28 +163,42 @@ impl Shared {
             let uid = snap.get(o.root.pid).filter(|p| p.id == o.root).and_then(Process::uid).map(|u| u.0);
             let ev = ReapEvent::new(o, dry_run, uid, unix_now());
             if !dry_run {
-                self.totals.trees_reaped += u64::from(o.reaped());
-                self.totals.processes_reaped += o.gone as u64;
-                self.totals.reclaimed_bytes += o.reclaimed.total();
-                self.totals.escalations += u64::from(o.escalated);
-                self.totals.failures += u64::from(!o.success());
+                self.totals.add(&crate::history::Entry::new(o, Vec::new(), uid, ev.at_unix));
                 if o.reaped() && o.pod_uid.is_some() {
                     self.totals.count_namespace(o.pod.as_ref().map(|p| p.namespace.as_str()));
                 }
-                for c in o.containers.iter().filter(|c| c.stopped()) {
-                    self.totals.containers_stopped += 1;
-                    self.totals.container_bytes += c.memory_bytes.unwrap_or(0);
-                }
+            } else if self.planned.insert((o.root, o.verdict)) {
+                self.would_reap.trees_total += 1;
+                self.would_reap.processes_total += (o.members + o.joined) as u64;
+                self.would_reap.bytes_total += o.reclaimed.total();
             }
-            self.recent.push_front(ev.clone());
-            self.recent.truncate(RECENT);
+            self.remember(ev.clone());
             events.push(ev);
         }
+        // Trees no longer judged are forgotten: one back under the same
+        // identity and verdict is a new plan (it was kept in between).
+        let due: HashSet<(crate::ids::Identity, Verdict)> =
+            a.judgements.iter().filter(|j| j.reap).map(|j| (j.root_id(snap), j.verdict)).collect();
+        self.planned.retain(|k| due.contains(k));
+        self.would_reap.trees_now = if dry_run { outcomes.len() as u64 } else { 0 };
         if !dry_run {
             // Trees that are gone no longer belong in the status.
             let gone: HashSet<i32> = outcomes.iter().filter(|o| o.success()).map(|o| o.root.pid.get()).collect();
             self.trees.retain(|t| !gone.contains(&t.status.root));
         }
         events
+    }
+
+    /// Puts an event first in the recent list; the same plan or act on the
+    /// same tree again replaces its entry, counted in `repeats`.
+    fn remember(&mut self, mut ev: ReapEvent) {
+        if let Some(i) = self.recent.iter().position(|e| e.repeats(&ev))
+            && let Some(old) = self.recent.remove(i)
+        {
+            ev.repeats = old.repeats + 1;
+            ev.first_at_unix = old.first_at_unix.min(ev.at_unix);
+        }
+        self.recent.push_front(ev);
+        self.recent.truncate(RECENT);
     }
 }

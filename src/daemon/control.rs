@@ -17,7 +17,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::board::Shared;
 use super::run::LoopRequest;
-use crate::ctl::proto::{self, Command, ErrorKind, Reply, Request};
+use crate::proto::{self, Command, ErrorKind, Reply, Request};
 
 /// Bound on concurrent clients; more get a "busy" reply.
 pub const MAX_CLIENTS: usize = 32;
@@ -237,6 +237,26 @@ async fn handle(
         Command::Status => Reply { status: Some(shared.borrow().status(uid)), ..Reply::ok() },
         Command::Metrics => {
             Reply { metrics: Some(crate::report::metrics::render(&shared.borrow().status(0))), ..Reply::ok() }
+        }
+        Command::History { since_unix } => {
+            let state = shared.borrow().args.state_file.clone().unwrap_or_default();
+            let path = crate::history::beside(&state);
+            let uid = (!privileged).then_some(uid);
+            // Read off the loop: a ledger is a few MiB at most.
+            let read = tokio::task::spawn_blocking({
+                let path = path.clone();
+                move || crate::history::load(&path)
+            })
+            .await;
+            let view = match read {
+                Ok(Ok(ledger)) => crate::history::View::new(&path, ledger.as_ref(), since_unix, uid),
+                Ok(Err(e)) => crate::history::View {
+                    note: Some(format!("cannot read {}: {e}", path.display())),
+                    ..crate::history::View::new(&path, None, since_unix, uid)
+                },
+                Err(e) => return Reply::error(ErrorKind::Unknown, format!("reading the history failed: {e}")),
+            };
+            Reply { history: Some(view), ..Reply::ok() }
         }
         Command::Reload | Command::ReapNow { .. } if !privileged => {
             tracing::warn!(

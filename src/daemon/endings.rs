@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 
-use crate::ctl::proto::ErrorKind;
 use crate::cycle::Assessment;
 use crate::ids::{Identity, Pid, StartTime};
 use crate::policy::GraceBook;
+use crate::proto::ErrorKind;
 use crate::report::status::SessionEnding;
 use crate::scan::ProcFs;
 

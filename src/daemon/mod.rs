@@ -20,13 +20,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde::Serialize;
 
-use crate::config::{Config, Mode};
-use crate::ctl::parse_pid;
-pub use crate::ctl::sources;
+use crate::config::{Config, Mode, Sources};
 pub use crate::cycle::CycleSummary;
 use crate::cycle::{Cycle, Kind, Memory};
 use crate::exit;
-use crate::ids::Pid;
+use crate::ids::{Pid, parse_pid};
 use crate::policy::Verdict;
 use crate::reap::Outcome;
 use crate::report::{self, log::LogTarget};
@@ -122,11 +120,11 @@ struct KeptTree {
 
 pub fn main() -> ExitCode {
     let mut args = Args::parse();
-    let cfg = match Config::load(&sources(&args.config)) {
+    let cfg = match Config::load(&Sources::from_arg(args.config.as_deref())) {
         Ok(c) => c,
         Err(errs) => {
             for e in &errs.0 {
-                eprintln!("mcp-reaperd: {e}");
+                crate::say_err!("mcp-reaperd: {e}");
             }
             return ExitCode::from(exit::CONFIG);
         }
@@ -174,6 +172,14 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
         tracing::warn!(reaper_action = "error", "cannot write state file {}: {e}", state_path.display());
     }
     let done = cycle.act(&mut memory, planned);
+    if !done.entries.is_empty() {
+        let path = crate::history::beside(&state_path);
+        match crate::history::append(&path, done.entries.clone()) {
+            Err(e) => tracing::warn!(reaper_action = "error", "cannot write the history {}: {e}", path.display()),
+            Ok((_, Some(w))) => tracing::warn!(reaper_action = "error", "{w}"),
+            Ok(_) => {}
+        }
+    }
     let (assessment, summary) = match done.judged {
         Ok(x) => x,
         Err(e) => {
@@ -205,7 +211,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
             memory_pressure: pressure.status(),
             stale_cgroups_removed: swept.removed.iter().map(|d| d.display().to_string()).collect(),
         };
-        println!("{}", serde_json::to_string_pretty(&j).expect("outcomes serialize"));
+        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&j).expect("outcomes serialize")));
     }
     match done.saved {
         Some(Err(e))

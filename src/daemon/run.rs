@@ -23,9 +23,9 @@ use super::pressure::PressureWatch;
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
 use crate::config::{Config, Mode, Role};
-use crate::ctl::proto::{ReapEvent, ReapResult, ReloadResult};
 use crate::cycle::{Cycle, Kind, Memory};
 use crate::ids::Pid;
+use crate::proto::{ReapEvent, ReapResult, ReloadResult};
 use crate::report;
 use crate::scan::ProcFs;
 use crate::{exit, state};
@@ -46,7 +46,7 @@ pub enum LoopRequest {
         host: crate::ids::Identity,
         session_id: Option<String>,
         reason: Option<String>,
-        reply: oneshot::Sender<crate::ctl::proto::SessionEndResult>,
+        reply: oneshot::Sender<crate::proto::SessionEndResult>,
     },
 }
 
@@ -87,6 +87,7 @@ pub(super) struct Daemon {
     /// Failing writes are reported once, not every cycle.
     pub(super) state_writes: report::log::Repeated,
     pub(super) metrics_writes: report::log::Repeated,
+    pub(super) history_writes: report::log::Repeated,
 }
 
 impl Daemon {
@@ -246,7 +247,7 @@ impl Daemon {
                     "host {name} ends its session{}: its trees are reaped without grace once it exits",
                     session_id.as_deref().map(|s| format!(" {}", short(s))).unwrap_or_default()
                 );
-                let _ = reply.send(crate::ctl::proto::SessionEndResult { host_pid: host.pid.get(), children });
+                let _ = reply.send(crate::proto::SessionEndResult { host_pid: host.pid.get(), children });
                 // Learn (and watch) its trees now, not at the next interval.
                 self.schedule.soon_after_exec();
                 Step::Idle
@@ -381,7 +382,8 @@ impl Daemon {
                 return Vec::new();
             }
         };
-        let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run);
+        let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run, &self.memory.book);
+        self.write_history(done.entries).await;
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
         self.shared.borrow_mut().session_ends = self.endings.status();
@@ -396,6 +398,30 @@ impl Daemon {
             self.metrics_writes.record(&path, written);
         }
         events
+    }
+}
+
+impl Daemon {
+    /// Appends a cycle's reaps to the history, off the loop (the write
+    /// syncs to disk), and takes the lifetime totals it returns.
+    async fn write_history(&mut self, entries: Vec<crate::history::Entry>) {
+        if entries.is_empty() {
+            return;
+        }
+        let path = crate::history::beside(&self.state_path);
+        let written = tokio::task::spawn_blocking({
+            let path = path.clone();
+            move || crate::history::append(&path, entries)
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+        let written = written.map(|(lifetime, warning)| {
+            if let Some(w) = warning {
+                tracing::warn!(reaper_action = "error", "{w}");
+            }
+            self.shared.borrow_mut().lifetime = Some(lifetime);
+        });
+        self.history_writes.record(&path, written);
     }
 }
 

@@ -20,8 +20,8 @@ use super::run::{Daemon, LoopRequest};
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
 use crate::config::Config;
-use crate::ctl::proto::{ScanStats, Totals};
 use crate::cycle::Memory;
+use crate::proto::{ScanStats, Totals};
 use crate::report;
 use crate::scan::ProcFs;
 use crate::scan::events::Connector;
@@ -45,7 +45,7 @@ pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
 /// Start-up, the loop, and shut-down; a socket that cannot be locked or
 /// bound ends the daemon before the loop.
 async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
-    let sources = super::sources(&args.config);
+    let sources = crate::config::Sources::from_arg(args.config.as_deref());
     let socket_path = args.socket.clone().unwrap_or_else(|| crate::paths::socket(cfg.socket.as_deref()));
     let lock = match super::control::lock(&socket_path) {
         Ok(l) => l,
@@ -66,6 +66,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     if let Some(w) = warning {
         tracing::warn!(reaper_action = "error", "{w}");
     }
+    let lifetime = lifetime(&state_path);
     let (connector, event_mode, event_mode_reason) = open_events(&args, cfg.interval_secs);
     let procfs = ProcFs::new(&args.proc_root).with_runtime_root(args.runtime_root.as_deref());
     if let Some(note) = procfs.hidden_notice() {
@@ -84,7 +85,10 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         scans: ScanStats::default(),
         trees: Vec::new(),
         totals: Totals::default(),
+        lifetime,
         recent: VecDeque::new(),
+        would_reap: crate::report::status::WouldReap::default(),
+        planned: std::collections::HashSet::new(),
         duplicates: Vec::new(),
         self_uid: rustix::process::getuid().as_raw(),
         run_sessions: Vec::new(),
@@ -112,6 +116,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         state_path,
         state_writes: report::log::Repeated::new("state file"),
         metrics_writes: report::log::Repeated::new("metrics textfile"),
+        history_writes: report::log::Repeated::new("history file"),
     };
     {
         let s = d.shared.borrow();
@@ -149,6 +154,19 @@ async fn serve_metrics(shared: &Rc<RefCell<Shared>>) -> Option<tokio::task::Join
         }
         Err(e) => {
             tracing::error!(reaper_action = "error", "{e}; metrics are not served over HTTP");
+            None
+        }
+    }
+}
+
+/// The lifetime totals go on from the history's; one that cannot be read
+/// is said once, and begun anew at the next reap.
+fn lifetime(state_path: &std::path::Path) -> Option<crate::history::Lifetime> {
+    let path = crate::history::beside(state_path);
+    match crate::history::load(&path) {
+        Ok(l) => Some(l.map(|l| l.lifetime).unwrap_or_default()),
+        Err(e) => {
+            tracing::warn!(reaper_action = "error", "cannot read the history {}: {e}", path.display());
             None
         }
     }

@@ -12,38 +12,66 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::formats::{Declared, Format, parse};
+use super::places::Base;
 
 /// Real configs are a few KiB (`~/.claude.json`, the largest, holds history
 /// and grows to a few MiB); anything beyond this is not read.
 pub const MAX_BYTES: u64 = 4 << 20;
 
-/// A config file of one host, relative to a home or a project directory.
+/// A config file of one host, relative to a directory of the host's
+/// environment ([`Base`]; a project's files to the project directory).
 #[derive(Clone, Copy, Debug)]
 pub struct Source {
+    pub base: Base,
     pub rel: &'static str,
     pub host: &'static str,
     pub format: Format,
 }
 
 const fn src(rel: &'static str, host: &'static str, format: Format) -> Source {
-    Source { rel, host, format }
+    Source { base: Base::Home, rel, host, format }
 }
 
-/// In a user's home.
+const fn at(base: Base, rel: &'static str, host: &'static str, format: Format) -> Source {
+    Source { base, rel, host, format }
+}
+
+/// A user's own: in the home, or where the host's environment points
+/// (`$XDG_CONFIG_HOME`, `$CODEX_HOME`, …; see [`super::places`]).
 pub const USER: &[Source] = &[
-    src(".claude.json", "claude-code", Format::ClaudeJson),
+    at(Base::Claude, ".claude.json", "claude-code", Format::ClaudeJson),
     src(".cursor/mcp.json", "cursor", Format::McpServers),
-    src(".codex/config.toml", "codex", Format::CodexToml),
-    src(".gemini/settings.json", "gemini", Format::McpServers),
-    src(".config/Code/User/mcp.json", "vscode", Format::VsCode),
-    src(".config/VSCodium/User/mcp.json", "vscode", Format::VsCode),
-    src(".config/Claude/claude_desktop_config.json", "claude-desktop", Format::McpServers),
-    src(".config/zed/settings.json", "zed", Format::Zed),
-    src(".config/goose/config.yaml", "goose", Format::GooseYaml),
-    src(".config/opencode/opencode.json", "opencode", Format::OpenCode),
-    src(".config/opencode/opencode.jsonc", "opencode", Format::OpenCode),
+    at(Base::Codex, "config.toml", "codex", Format::CodexToml),
+    at(Base::Gemini, ".gemini/settings.json", "gemini", Format::McpServers),
+    at(Base::XdgConfig, "Code/User/mcp.json", "vscode", Format::VsCode),
+    at(Base::XdgConfig, "VSCodium/User/mcp.json", "vscode", Format::VsCode),
+    at(Base::XdgConfig, "Claude/claude_desktop_config.json", "claude-desktop", Format::McpServers),
+    at(Base::XdgConfig, "zed/settings.json", "zed", Format::Zed),
+    at(Base::XdgConfig, "goose/config.yaml", "goose", Format::GooseYaml),
+    at(Base::XdgConfig, "opencode/opencode.json", "opencode", Format::OpenCode),
+    at(Base::XdgConfig, "opencode/opencode.jsonc", "opencode", Format::OpenCode),
     src(".codeium/windsurf/mcp_config.json", "windsurf", Format::McpServers),
     src(".aws/amazonq/mcp.json", "amazonq", Format::McpServers),
+    // Qwen Code (a Gemini CLI fork): `mcpServers` in ~/.qwen/settings.json.
+    src(".qwen/settings.json", "qwen-code", Format::McpServers),
+    // Continue (`cn` and the IDE extensions): `mcpServers:` list in config.yaml.
+    at(Base::Continue, "config.yaml", "continue", Format::ContinueYaml),
+    // Kilo CLI (an opencode fork): opencode's format in kilo.json, or its twin opencode.json.
+    at(Base::XdgConfig, "kilo/kilo.json", "kilo", Format::OpenCode),
+    at(Base::XdgConfig, "kilo/kilo.jsonc", "kilo", Format::OpenCode),
+    at(Base::XdgConfig, "kilo/opencode.json", "kilo", Format::OpenCode),
+    // Cline: the CLI's data directory, and the VS Code extension's global storage.
+    src(".cline/data/settings/cline_mcp_settings.json", "cline", Format::McpServers),
+    at(
+        Base::XdgConfig,
+        "Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+        "cline",
+        Format::McpServers,
+    ),
+    src(".copilot/mcp-config.json", "copilot", Format::McpServers),
+    at(Base::XdgConfig, "crush/crush.json", "crush", Format::OpenCode),
+    src(".kiro/settings/mcp.json", "kiro", Format::McpServers),
+    src(".lmstudio/mcp.json", "lm-studio", Format::McpServers),
 ];
 
 /// In a project: the working directory of a host.
@@ -56,7 +84,16 @@ pub const PROJECT: &[Source] = &[
     src("opencode.json", "opencode", Format::OpenCode),
     src("opencode.jsonc", "opencode", Format::OpenCode),
     src(".amazonq/mcp.json", "amazonq", Format::McpServers),
+    src(".qwen/settings.json", "qwen-code", Format::McpServers),
+    src("kilo.json", "kilo", Format::OpenCode),
+    src("kilo.jsonc", "kilo", Format::OpenCode),
+    src("crush.json", "crush", Format::OpenCode),
+    src(".crush.json", "crush", Format::OpenCode),
+    src(".kiro/settings/mcp.json", "kiro", Format::McpServers),
 ];
+
+/// A file a host's own command line names (`cn --config FILE`).
+pub const CONTINUE_ARG: Source = src("", "continue", Format::ContinueYaml);
 
 /// What identifies one version of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

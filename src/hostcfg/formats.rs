@@ -20,7 +20,8 @@ pub struct Declared {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// `mcpServers` (Claude Code's `.mcp.json`, Cursor, Gemini, Claude
-    /// Desktop, Windsurf, Amazon Q).
+    /// Desktop, Windsurf, Amazon Q, Qwen Code, Cline, Copilot CLI, Kiro, LM
+    /// Studio).
     McpServers,
     /// `~/.claude.json`: `mcpServers` and `projects.<dir>.mcpServers`.
     ClaudeJson,
@@ -28,12 +29,15 @@ pub enum Format {
     VsCode,
     /// Zed's `settings.json`: `context_servers`.
     Zed,
-    /// opencode: `mcp.<name>.command` is the whole argv.
+    /// opencode and its twins (Kilo's `kilo.json`, Crush's `crush.json`):
+    /// `mcp.<name>.command`, the whole argv or a string with `args`.
     OpenCode,
     /// Codex `config.toml`: `[mcp_servers.<name>]`.
     CodexToml,
     /// Goose `config.yaml`: `extensions.<name>.cmd` and `args`.
     GooseYaml,
+    /// Continue `config.yaml`: `mcpServers: [{name, command, args, cwd}]`.
+    ContinueYaml,
 }
 
 /// The servers a file declares, or why it could not be read as its format.
@@ -41,6 +45,7 @@ pub fn parse(format: Format, text: &str) -> Result<Vec<Declared>, String> {
     match format {
         Format::CodexToml => codex(text),
         Format::GooseYaml => super::yaml::goose(text),
+        Format::ContinueYaml => super::yaml::continue_servers(text),
         _ => {
             let v: Value =
                 serde_json::from_str(&super::jsonc::strip(text)).map_err(|e| format!("invalid JSON: {e}"))?;
@@ -64,7 +69,7 @@ fn json(format: Format, v: &Value) -> Vec<Declared> {
         Format::VsCode => servers(v, "servers", "", None, &mut out),
         Format::Zed => servers(v, "context_servers", "", None, &mut out),
         Format::OpenCode => servers(v, "mcp", "", None, &mut out),
-        Format::CodexToml | Format::GooseYaml => {}
+        Format::CodexToml | Format::GooseYaml | Format::ContinueYaml => {}
     }
     out
 }

@@ -50,7 +50,20 @@ pub fn compile(argv: &[String], cwd: Option<&Path>) -> Option<Pattern> {
     let at = spans.iter().position(|s| s.start <= n.start && n.end <= s.end)?;
     let word = argv[at].as_str();
     let (mut path, mut weak) = (None, false);
-    if is_file_word(program.via, word) {
+    // `python -m weather` with a known directory: the module is the file in
+    // that directory (`W/weather`, compared as text on both sides), not any
+    // `-m weather` anywhere. Without one it stays a name, as an installed
+    // package's module (`-m mcp_server_git`) is.
+    let module = at > 0 && argv[at - 1] == "-m" && program.via == Via::Script;
+    if module {
+        let base = dir_opt(&argv[..at]).map(PathBuf::from).map_or_else(
+            || cwd.map(Path::to_path_buf),
+            |d| {
+                if d.is_absolute() { Some(d) } else { cwd.map(|c| c.join(d)) }
+            },
+        );
+        path = base.filter(|b| b.is_absolute()).map(|b| normalize(&b.join(word)));
+    } else if is_file_word(program.via, word) {
         let base = match (dir_opt(&argv[..at]), cwd) {
             (Some(d), _) if Path::new(&d).is_absolute() => Some(PathBuf::from(d)),
             (Some(d), Some(c)) => Some(c.join(d)),

@@ -9,8 +9,11 @@
 //! after the role patterns ran ([`apply`]); bystanders still win, and a host
 //! stays a host. Whose files: a non-root reaper reads its own user's; a root
 //! one each uid ≥ `min_uid` with a live (or, within [`RECENT`], live) host.
-//! Which: the user files of [`files::USER`] in the home, and the project
-//! files of [`files::PROJECT`] in each live host's working directory.
+//! Which: the user files of [`files::USER`] where each host reads them —
+//! below the directories its own environment names (`HOME`,
+//! `XDG_CONFIG_HOME`, `CODEX_HOME`, …; [`places`]), the home alone as the
+//! fallback —, a file its command line names (`cn --config F`), and the
+//! project files of [`files::PROJECT`] in each live host's working directory.
 //!
 //! What was matched below a live host is remembered ([`lineage`]), with the
 //! session id its marker ([`markers`]) gives. What is read and remembered
@@ -22,7 +25,9 @@ mod jsonc;
 pub mod lineage;
 pub mod markers;
 pub mod matching;
+pub mod places;
 mod registry;
+pub mod sdk;
 mod yaml;
 
 #[cfg(test)]
@@ -33,6 +38,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::Config;
+/// Kept beside the roles it explains, so `tree` needs nothing of this stage.
+pub use crate::role::Origin;
 use crate::scan::{ProcFs, Snapshot};
 use crate::tree::Forest;
 use lineage::Lineage;
@@ -41,33 +48,6 @@ pub use registry::Registry;
 
 /// How long a user's configs are still read after their last host was seen.
 pub const RECENT: Duration = Duration::from_secs(3600);
-
-/// Why a process is a server by configuration, for explanations.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Origin {
-    /// The file, as shown (`~/.claude.json`, `/home/u/p/.mcp.json`).
-    pub file: String,
-    /// Where in it (`mcpServers.weather`).
-    pub key: String,
-    /// The host below which it was seen, with its pid and session id.
-    pub seen_below: Option<(String, i32, Option<String>)>,
-}
-
-impl Origin {
-    /// `configured in ~/.claude.json (mcpServers.weather)`, and the host it
-    /// was seen below.
-    pub fn describe(&self) -> String {
-        use std::fmt::Write;
-        let mut s = format!("configured in {} ({})", self.file, self.key);
-        if let Some((host, pid, session)) = &self.seen_below {
-            let _ = write!(s, "; seen as a child of host {host} [{pid}]");
-            if let Some(id) = session {
-                let _ = write!(s, ", session {id}");
-            }
-        }
-        s
-    }
-}
 
 /// One configured server of one user, as `reaperctl hosts` lists it.
 #[derive(Clone, Debug, Serialize)]
@@ -117,12 +97,16 @@ pub struct Report {
 }
 
 /// Turns the processes the users' configs name into servers (see the module
-/// docs). Called after roles are (re)computed.
+/// docs), then the candidates whose own program declares a server SDK
+/// ([`sdk`]). Called after roles are (re)computed.
 pub fn apply(procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest) {
-    if !cfg.read_host_configs {
-        return;
+    let mut r = registry::lock();
+    if cfg.read_host_configs {
+        r.apply(procfs, cfg, snap, forest);
     }
-    registry::lock().apply(procfs, cfg, snap, forest);
+    if cfg.read_server_programs {
+        r.apply_sdk(procfs, cfg, snap, forest);
+    }
 }
 
 /// The live hosts, files and configured servers of the last cycle.

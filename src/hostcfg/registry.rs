@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use super::files::{self, FileCache, Source};
 use super::lineage::{Lineage, Seen};
 use super::matching::{self, Running};
+use super::places::Places;
 use super::{Configured, FileReport, LiveHost, Origin, RECENT, markers};
 use crate::config::{Config, Role, RoleMatch};
 use crate::ids::Identity;
@@ -26,7 +27,14 @@ pub struct Registry {
     pub(super) homes: HashMap<u32, Option<PathBuf>>,
     /// Live hosts: uid and working directory, read once per identity.
     hosts: HashMap<Identity, (u32, Option<PathBuf>)>,
+    /// Live hosts' environments (see [`places`]), read once per identity.
+    host_places: HashMap<Identity, Option<Places>>,
+    /// Live hosts' config files named on their command line (`cn --config F`).
+    host_files: HashMap<Identity, Option<PathBuf>>,
     recent: HashMap<u32, Instant>,
+    /// The environments and named files of hosts alive lately, by user.
+    pub(super) recent_places: HashMap<(u32, Places), Instant>,
+    recent_files: HashMap<(u32, PathBuf), Instant>,
     pub lineage: Lineage,
     /// Counts changes of `lineage`: the daemon saves its state file when it moved.
     pub(super) lineage_changes: u64,
@@ -37,8 +45,14 @@ pub struct Registry {
     /// The users and projects last read, and when: a cycle applies the
     /// configs up to four times (once per round of details), files are
     /// looked at (one `stat` each) at most once per [`LOOK`].
-    pub(super) last: Option<(Vec<u32>, Vec<Project>, Instant)>,
+    pub(super) last: Option<LastRead>,
+    /// Program evidence read so far ([`super::sdk`]).
+    sdk: super::sdk::SdkCache,
 }
+
+/// What the last read looked at: users, projects, host environments and
+/// named files, and when.
+pub(super) type LastRead = (Vec<u32>, Vec<Project>, Vec<(u32, Places)>, Vec<(u32, PathBuf)>, Instant);
 
 /// A live host's working directory, with its uid.
 type Project = (u32, PathBuf);
@@ -74,9 +88,9 @@ fn cwd_of(procfs: &ProcFs, p: &Process) -> Option<PathBuf> {
     (c.is_absolute() && !c.to_string_lossy().ends_with(" (deleted)")).then_some(c)
 }
 
-/// A user's home: the reaper's own from `$HOME` (as for any program, and
-/// what lets tests point it at a fixture), anyone else's from the passwd
-/// database.
+/// A user's home when no host's own environment says: the reaper's own
+/// from `$HOME` (as for any program, and what lets tests point it at a
+/// fixture), anyone else's from the passwd database.
 fn home_of(uid: u32, self_uid: u32) -> Option<PathBuf> {
     if uid == self_uid
         && let Some(h) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
@@ -86,7 +100,76 @@ fn home_of(uid: u32, self_uid: u32) -> Option<PathBuf> {
     crate::userfile::passwd_home(uid)
 }
 
+/// Host environments (or named files) kept per user: a user running many
+/// hosts with differing values costs at most this many sets of `stat`s a
+/// look; the most recently seen are kept.
+const PER_USER: usize = 16;
+
+fn bound<K: Clone + Eq + std::hash::Hash + KeyUid>(m: &mut HashMap<K, Instant>) {
+    let mut by_uid: HashMap<u32, Vec<(Instant, K)>> = HashMap::new();
+    for (k, t) in m.iter() {
+        by_uid.entry(k.uid()).or_default().push((*t, k.clone()));
+    }
+    for (_, mut v) in by_uid.into_iter().filter(|(_, v)| v.len() > PER_USER) {
+        v.sort_by_key(|e| std::cmp::Reverse(e.0));
+        for (_, k) in v.into_iter().skip(PER_USER) {
+            m.remove(&k);
+        }
+    }
+}
+
+/// The user a kept entry belongs to.
+trait KeyUid {
+    fn uid(&self) -> u32;
+}
+
+impl<T> KeyUid for (u32, T) {
+    fn uid(&self) -> u32 {
+        self.0
+    }
+}
+
+/// A user's file as shown: `~/…` below the home, else its path.
+fn shown(path: &Path, home: Option<&Path>) -> String {
+    match home.and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rel) if !rel.as_os_str().is_empty() => format!("~/{}", rel.display()),
+        _ => path.display().to_string(),
+    }
+}
+
+/// The config file a live host's command line names: Continue's
+/// `cn --config FILE` (a hub slug such as `org/assistant` is no file).
+/// A relative path is the host's working directory's.
+fn named_config(p: &Process, cwd: Option<&Path>) -> Option<PathBuf> {
+    if !matches!(p.program.name(&p.cmdline), "cn" | "@continuedev/cli") {
+        return None;
+    }
+    let mut words = p.program.args(&p.cmdline).split_whitespace();
+    let mut value = None;
+    while let Some(w) = words.next() {
+        if w == "--config" {
+            value = words.next();
+        } else if let Some(v) = w.strip_prefix("--config=") {
+            value = Some(v);
+        }
+    }
+    let v = Path::new(value?);
+    let ext = v.extension().and_then(|e| e.to_str());
+    if !matches!(ext, Some("yaml" | "yml")) {
+        return None;
+    }
+    let path = if v.is_absolute() { v.to_path_buf() } else { cwd?.join(v) };
+    Some(matching::normalize(&path))
+}
+
 impl Registry {
+    /// Servers by their own program's SDK, among this reaper's users.
+    pub(super) fn apply_sdk(&mut self, procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest) {
+        let self_uid = snap.ctx.self_uid.map_or_else(|| rustix::process::getuid().as_raw(), |u| u.0);
+        let eligible = |u: u32| if self_uid == 0 { u >= cfg.min_uid } else { u == self_uid };
+        self.sdk.apply(procfs, cfg, snap, forest, &eligible);
+    }
+
     pub(super) fn apply(&mut self, procfs: &ProcFs, cfg: &Config, snap: &Snapshot, forest: &mut Forest) {
         let self_uid = snap.ctx.self_uid.map_or_else(|| rustix::process::getuid().as_raw(), |u| u.0);
         let eligible = |u: u32| if self_uid == 0 { u >= cfg.min_uid } else { u == self_uid };
@@ -108,6 +191,16 @@ impl Registry {
             };
             if eligible(known.0) {
                 self.recent.insert(known.0, now);
+                let home = self.homes.entry(known.0).or_insert_with(|| home_of(known.0, self_uid)).clone();
+                let dir = proc_dir(procfs, p);
+                let env = self.host_places.entry(p.id).or_insert_with(|| Places::of_process(&dir, home.as_deref()));
+                if let Some(env) = env.clone() {
+                    self.recent_places.insert((known.0, env), now);
+                }
+                let named = self.host_files.entry(p.id).or_insert_with(|| named_config(p, known.1.as_deref()));
+                if let Some(f) = named.clone() {
+                    self.recent_files.insert((known.0, f), now);
+                }
                 live_hosts.push((i, known));
             }
         }
@@ -125,7 +218,13 @@ impl Registry {
             .collect();
         let live: HashSet<Identity> = live_hosts.iter().map(|&(i, _)| snap.procs[i].id).collect();
         self.hosts.retain(|id, _| live.contains(id));
+        self.host_places.retain(|id, _| live.contains(id));
+        self.host_files.retain(|id, _| live.contains(id));
         self.recent.retain(|_, t| now.duration_since(*t) < RECENT);
+        self.recent_places.retain(|_, t| now.duration_since(*t) < RECENT);
+        self.recent_files.retain(|_, t| now.duration_since(*t) < RECENT);
+        bound(&mut self.recent_places);
+        bound(&mut self.recent_files);
 
         // Users with a host alive lately, or with servers seen below one
         // (a `--once` timer learns those from its state file).
@@ -146,23 +245,45 @@ impl Registry {
         let mut projects: Vec<Project> = live_hosts.iter().filter_map(|(_, (u, c))| Some((*u, c.clone()?))).collect();
         projects.sort();
         projects.dedup();
+        let mut envs: Vec<(u32, Places)> =
+            self.recent_places.keys().filter(|(u, _)| uids.contains(u)).cloned().collect();
+        envs.sort();
+        let mut named: Vec<(u32, PathBuf)> =
+            self.recent_files.keys().filter(|(u, _)| uids.contains(u)).cloned().collect();
+        named.sort();
         let now = Instant::now();
-        if let Some((u, p, at)) = &self.last
+        if let Some((u, p, e, n, at)) = &self.last
             && u == uids
             && *p == projects
+            && *e == envs
+            && *n == named
             && now.duration_since(*at) < LOOK
         {
             return;
         }
-        self.last = Some((uids.to_vec(), projects.clone(), now));
+        self.last = Some((uids.to_vec(), projects.clone(), envs.clone(), named.clone(), now));
         let mut out = Found::default();
         for &uid in uids {
             let home = self.homes.entry(uid).or_insert_with(|| home_of(uid, self_uid)).clone();
-            let Some(home) = home else { continue };
-            for s in files::USER {
-                let path = home.join(s.rel);
-                let shown = format!("~/{}", s.rel);
-                self.one(uid, s, &path, &shown, None, &mut out);
+            // The home alone first (its files shown as `~/…`), then where
+            // each of the user's hosts' environments points.
+            let mut all: Vec<Places> = home.iter().cloned().map(Places::of_home).collect();
+            all.extend(envs.iter().filter(|(u, _)| *u == uid).map(|(_, p)| p.clone()));
+            for env in &all {
+                for s in files::USER {
+                    let path = env.dir(s.base).join(s.rel);
+                    if out.keep.contains(&path) {
+                        continue;
+                    }
+                    let shown = shown(&path, home.as_deref());
+                    self.one(uid, s, &path, &shown, None, &mut out);
+                }
+            }
+            for (_, path) in named.iter().filter(|(u, _)| *u == uid) {
+                if !out.keep.contains(path) {
+                    let shown = shown(path, home.as_deref());
+                    self.one(uid, &files::CONTINUE_ARG, path, &shown, None, &mut out);
+                }
             }
         }
         for (uid, dir) in &projects {
@@ -356,5 +477,24 @@ impl Registry {
         let hp = &snap.procs[h];
         let family = markers::family(hp.program.name(&hp.cmdline));
         family == markers::Family::Unmarked || self.markers_of(procfs, p).is_some_and(|m| m.fit(family))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_users_host_environments_are_bounded_keeping_the_latest() {
+        let t0 = Instant::now();
+        let mut m: HashMap<(u32, PathBuf), Instant> = HashMap::new();
+        for n in 0..40u64 {
+            m.insert((1000, PathBuf::from(format!("/h/{n}"))), t0 + Duration::from_millis(n));
+        }
+        m.insert((1001, PathBuf::from("/other")), t0);
+        bound(&mut m);
+        assert_eq!(m.keys().filter(|k| k.0 == 1000).count(), PER_USER);
+        assert!(m.contains_key(&(1000, PathBuf::from("/h/39"))) && !m.contains_key(&(1000, PathBuf::from("/h/0"))));
+        assert!(m.contains_key(&(1001, PathBuf::from("/other"))));
     }
 }

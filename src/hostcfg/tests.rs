@@ -95,12 +95,34 @@ fn every_host_format_yields_command_and_args_only() {
             decl("extensions.flow", &["npx", "-y", "@x/y-mcp"], None),
         ]
     );
+    // Continue: a list of `{name, command, args, cwd}`; hub blocks and remote
+    // servers have no command; the list may sit at the key's indent.
+    let cont = "name: Local\nversion: 0.0.1\nschema: v1\nmodels:\n  - name: m\n    provider: openai\nmcpServers:\n  - name: weather\n    command: uv\n    args:\n      - run\n      - --directory\n      - /home/u/weather\n      - weather.py\n    env:\n      KEY: ${{ secrets.KEY }}\n  - uses: anthropic/memory-mcp\n  - name: remote\n    type: sse\n    url: https://x/mcp\n  - command: python3\n    args: [\"-m\", weather]\n    cwd: /home/u/w\nrules: []\n";
+    assert_eq!(
+        parse(Format::ContinueYaml, cont).unwrap(),
+        vec![
+            decl("mcpServers.weather", &["uv", "run", "--directory", "/home/u/weather", "weather.py"], None),
+            decl("mcpServers[3]", &["python3", "-m", "weather"], Some("/home/u/w")),
+        ]
+    );
+    assert_eq!(
+        parse(Format::ContinueYaml, "mcpServers:\n- name: t\n  command: uvx\n  args: [mcp-server-time]\n").unwrap(),
+        vec![decl("mcpServers.t", &["uvx", "mcp-server-time"], None)]
+    );
+    // Kilo's kilo.json is opencode's format; Qwen's settings.json Gemini's.
+    let kilo = r#"{"mcp": {"w": {"type": "local", "command": ["uv", "run", "--directory", "/w", "weather.py"]}}}"#;
+    assert_eq!(
+        parse(Format::OpenCode, kilo).unwrap(),
+        vec![decl("mcp.w", &["uv", "run", "--directory", "/w", "weather.py"], None)]
+    );
     // Malformed input of each kind is an error, not a panic or a guess.
     for (f, t) in [
         (Format::McpServers, "{\"mcpServers\": {"),
         (Format::CodexToml, "[mcp_servers.x\ncommand = 1"),
         (Format::GooseYaml, "extensions:\n\tweather:\n"),
         (Format::GooseYaml, "extensions:\n  w:\n    cmd: \"unterminated\n"),
+        (Format::ContinueYaml, "mcpServers:\n  - name: w\n    command: \"unterminated\n"),
+        (Format::ContinueYaml, "mcpServers:\n  name: w\n"),
     ] {
         assert!(parse(f, t).is_err(), "{f:?} {t:?}");
     }
@@ -160,10 +182,10 @@ fn every_listed_file_parses_as_its_format() {
     for list in [USER, PROJECT] {
         let mut seen = std::collections::HashSet::new();
         for s in list {
-            assert!(Path::new(s.rel).is_relative() && seen.insert(s.rel), "{}", s.rel);
+            assert!(Path::new(s.rel).is_relative() && seen.insert((s.base, s.rel)), "{}", s.rel);
             assert!(
                 parse(s.format, if s.format == Format::CodexToml { "" } else { "{}" }).is_ok()
-                    || s.format == Format::GooseYaml
+                    || matches!(s.format, Format::GooseYaml | Format::ContinueYaml)
             );
         }
     }
@@ -185,6 +207,20 @@ fn configured_commands_match_the_chains_they_expand_into() {
     assert!(runs(&uv, &["python3", "/home/u/weather/weather.py"], "/"));
     assert!(!runs(&uv, &["python3", "weather.py"], "/home/u/other"), "another weather.py");
     assert!(!runs(&uv, &["python3", "forecast.py"], "/home/u/weather"));
+
+    // Kilo's shape: the directory after `run`, and every order of uv's options.
+    let kilo = compile(&v(&["uv", "run", "--directory", "/home/u/weather", "weather.py"]), None).unwrap();
+    assert_eq!((kilo.name.as_str(), kilo.weak), ("weather.py", false));
+    assert!(runs(&kilo, &["uv", "--no-cache", "run", "--directory", "/home/u/weather", "weather.py"], "/"));
+    assert!(runs(&kilo, &["/home/u/weather/.venv/bin/python3", "weather.py"], "/home/u/weather"));
+    assert!(!runs(&kilo, &["python3", "weather.py"], "/home/u/other"));
+    // Qwen's shape: `python -m weather` in a project directory is the module there.
+    let qwen = compile(&v(&[".venv/bin/python", "-m", "weather"]), Some(Path::new("/home/u/weather"))).unwrap();
+    assert_eq!(qwen.name, "weather");
+    assert!(runs(&qwen, &["/home/u/weather/.venv/bin/python", "-m", "weather"], "/home/u/weather"));
+    assert!(!runs(&qwen, &["/home/u/other/.venv/bin/python", "-m", "weather"], "/home/u/other"));
+    let installed = compile(&v(&["python3", "-m", "mcp_server_git"]), None).unwrap();
+    assert!(runs(&installed, &["python3", "-m", "mcp_server_git"], "/anywhere"));
 
     // npx: npm exec, the shell it may run, and node running the bin.
     let npx = compile(&v(&["npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/u/code"]), None).unwrap();
@@ -242,6 +278,15 @@ fn markers_keep_only_the_session_id() {
     let g = markers::parse(b"GEMINI_CLI=1\0CLAUDE_CODE_SESSION_ID=$(rm -rf)\0");
     assert!(g.gemini_cli && g.session.is_none());
     assert!(markers::Markers::default().fit(markers::family("codex")));
+    // Issue 23's hosts: opencode, Qwen Code, Kilo, Cline.
+    let o = markers::parse(b"OPENCODE=1\0OPENCODE_PID=4242\0");
+    assert!(o.fit(markers::family("opencode")) && !o.fit(markers::family("qwen")));
+    let q = markers::parse(b"QWEN_CODE_SESSION_ID=5e0c-77\0QWEN_CODE_LAUNCHER_PID=17\0");
+    assert!(q.fit(markers::family("qwen")) && q.session.as_deref() == Some("5e0c-77"));
+    let k = markers::parse(b"KILO_PID=x\0KILO_RUN_ID=r1\0");
+    assert!(k.fit(markers::family("kilo")) && !k.fit(markers::family("cline")));
+    assert!(!markers::parse(b"KILO_PID=12ab\0OPENCODE=0\0").fit(markers::family("kilo")));
+    assert!(markers::parse(b"CLINE_CONNECTOR_CLI_LAUNCH=1\0").fit(markers::family(".cline")));
 }
 
 #[test]

@@ -44,8 +44,15 @@ pub fn questions(snap: &Snapshot, forest: &Forest, judgements: &[Judgement]) -> 
     out
 }
 
+/// Where `p` reads its protocol from, when that is a pipe or socket: fd 0,
+/// or the fd above 2 an SDK moved it to (see [`crate::scan::Transport`]).
 fn stdin_target(p: &Process) -> Option<&FdTarget> {
-    p.details.as_ref()?.fds[0].as_ref().filter(|t| t.kind().is_link())
+    let d = p.details.as_ref()?;
+    if let Some(t) = d.fds[0].as_ref().filter(|t| t.kind().is_link()) {
+        return Some(t);
+    }
+    let input = d.transport_fds()?.input;
+    d.high_links.iter().find(|h| h.fd == input).map(|h| &h.target)
 }
 
 /// Whether `i`'s stdin is a link not yet looked at, and not simply `of`'s
@@ -123,7 +130,9 @@ pub(super) fn unreachable_host(snap: &Snapshot, forest: &Forest, h: usize) -> Op
 fn background_mode(snap: &Snapshot, host: &Process) -> bool {
     let daemon =
         |p: &Process| p.program.name(&p.cmdline) == "claude" && p.program.args(&p.cmdline).starts_with("daemon");
-    if daemon(host) {
+    // Cline's hub daemon: started by the CLI in a session of its own to
+    // outlive it, and to serve every later CLI.
+    if daemon(host) || host.cmdline.split(' ').any(|w| w == "--cline-hub-daemon") {
         return true;
     }
     host.cmdline.split(' ').any(|w| w == "--bg-pty-host")

@@ -2,14 +2,17 @@
 //! service unit's main process, servers with no stdio link to anyone), or is
 //! it a host's stdio server whose host is gone?
 
+use std::fmt::Write as _;
+
 use super::{Judgement, Verdict};
 use crate::names::program_ref;
 use crate::scan::{FdKind, Process, Snapshot};
+use crate::tree::Forest;
 
 /// A tree whose root's parent adopts orphans: an orphan, unless the evidence
 /// says it was started to run on its own: as a service unit's main process,
 /// or with no stdio link to anyone.
-pub(super) fn adopted(snap: &Snapshot, j: &mut Judgement, how: &str) {
+pub(super) fn adopted(snap: &Snapshot, forest: &Forest, j: &mut Judgement, how: &str) {
     let root = &snap.procs[j.root];
     if let Some(unit) = root.details.as_ref().and_then(|d| d.unit.as_ref()).filter(|u| u.is_service())
         && unit.main != Some(false)
@@ -38,6 +41,9 @@ pub(super) fn adopted(snap: &Snapshot, j: &mut Judgement, how: &str) {
         })
         .unwrap_or_default();
     j.reason = format!("adopted by {how} after its host exited; {link}");
+    if let Some(why) = j.servers.iter().find_map(|&s| forest.sdk.get(&s)) {
+        let _ = write!(j.reason, "; a server by its program: {}", why.describe());
+    }
 }
 
 /// A tree left in a `reaperctl run` session after its host exited: an
@@ -51,9 +57,20 @@ pub(super) fn left_in_session(snap: &Snapshot, j: &mut Judgement, session: &str)
     j.reason = format!("{root} was left in {session}: an orphan of that session");
 }
 
-/// The kind of link (pipe, socket) a server's fd 0 or 1 has, if any.
-fn stdio_link(p: &Process) -> Option<&'static str> {
-    fd_kinds(p).into_iter().find(|k| k.is_link()).map(FdKind::as_str)
+/// The kind of link (pipe, socket) a server's fd 0 or 1 has, or where its
+/// transport sits when an SDK moved it above fd 2 (the Python SDK 2.x puts
+/// `/dev/null` on fd 0 and stderr on fd 1 while serving).
+fn stdio_link(p: &Process) -> Option<String> {
+    if let Some(k) = fd_kinds(p).into_iter().find(|k| k.is_link()) {
+        return Some(k.as_str().to_string());
+    }
+    let t = moved_transport(p)?;
+    Some(format!("pipe on fds {} and {} (its SDK moved the transport off fds 0 and 1)", t.input, t.output))
+}
+
+/// The transport of a server that keeps it above fd 2, if it does.
+pub(super) fn moved_transport(p: &Process) -> Option<crate::scan::Transport> {
+    p.details.as_ref()?.transport_fds().filter(|t| t.input > 2)
 }
 
 pub(super) fn fd_kinds(p: &Process) -> [FdKind; 2] {
@@ -69,7 +86,7 @@ fn detached(snap: &Snapshot, servers: &[usize]) -> Option<String> {
     for &s in servers {
         let p = &snap.procs[s];
         let kinds = fd_kinds(p);
-        if kinds.iter().any(|k| k.is_link()) {
+        if kinds.iter().any(|k| k.is_link()) || moved_transport(p).is_some() {
             return None;
         }
         if kinds.iter().any(|&k| k != FdKind::Unknown) {

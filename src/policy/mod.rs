@@ -226,7 +226,7 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         if snap.procs[root].ppid == Some(Pid::INIT) && forest.scope.is_none() {
             // PID 1 hidden from us (`/proc` mounted with hidepid): being
             // adopted by it is still being adopted.
-            adopted(snap, &mut j, "PID 1 (hidden from this reaper by /proc's hidepid)");
+            adopted(snap, forest, &mut j, "PID 1 (hidden from this reaper by /proc's hidepid)");
             return j;
         }
         j.reason = format!(
@@ -247,7 +247,7 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
                 j.reason = why;
             }
             None => {
-                adopted(snap, &mut j, &how);
+                adopted(snap, forest, &mut j, &how);
                 session::note_cgroup(snap, &mut j);
             }
         }

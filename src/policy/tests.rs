@@ -86,6 +86,7 @@ impl World {
                 run_session: None,
                 run_host: None,
                 stdin: None,
+                high_links: Vec::new(),
             })),
             role: None,
             dir_ino: 0,

@@ -98,6 +98,13 @@ pub fn node_tool(script_base: &str) -> Option<&'static str> {
     })
 }
 
+/// Launchers that are Python scripts an interpreter may be seen running
+/// (a shebang read by `python3`, or called through it): handled as that
+/// launcher, never as a script of that name.
+pub fn python_tool(script_base: &str) -> bool {
+    matches!(script_base, "pipx" | "uvx" | "uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye")
+}
+
 /// npm, npx and pnpm options that take a value.
 pub const NPM_OPTS: &[&str] =
     &["--prefix", "-C", "--dir", "-w", "--workspace", "--filter", "-F", "--package", "-p", "-c", "--call", "--cache"];
@@ -140,6 +147,18 @@ pub const UV_OPTS: &[&str] = &[
     "--reinstall-package",
     "--upgrade-package",
     "-P",
+    "-w",
+    "--no-group",
+    "--only-group",
+    "--fork-strategy",
+    "--config-setting",
+    "-C",
+    "--python-platform",
+    "--exclude-newer-package",
+    "--no-build-isolation-package",
+    "--no-binary-package",
+    "--no-build-package",
+    "--no-sources-package",
 ];
 
 /// pipx `run` options that take a value.

@@ -8,6 +8,8 @@
 //! - for interpreters (node, bun, deno, python, pypy, java, ruby, perl, tsx)
 //!   the script (its package inside `node_modules/`), the `-m` module, the
 //!   `-jar` file or the main class;
+//!   an interpreter running a launcher's own script (`node …/pnpm.cjs dlx`,
+//!   `python3 /usr/bin/pipx run`, `python3 …/poetry run`) is that launcher;
 //! - for package runners (npm exec, npx, pnpm dlx/exec, yarn dlx, bunx, bun x,
 //!   uvx, uv tool run, pipx run, deno run npm:) the package, version dropped;
 //! - for `docker|podman run` the image, tag dropped;
@@ -81,12 +83,25 @@ pub struct Program {
     /// `docker|podman run -i` without `-t`: the container's stdin is the
     /// client's pipe.
     stdin_open: bool,
+    /// The command line was longer than a scan keeps (`scan::CMDLINE_KEEP`):
+    /// its last arguments are unknown.
+    cut: bool,
 }
 
 /// Recursion cap for runners inside shells inside runners.
 const DEPTH: u8 = 4;
 
 impl Program {
+    /// Marks the command line it was read from as cut short.
+    pub fn set_cut(&mut self) {
+        self.cut = true;
+    }
+
+    /// Whether the command line was cut short: what is missing is unknown.
+    pub fn is_cut(&self) -> bool {
+        self.cut
+    }
+
     /// The program of a command line given as words (argv elements, or
     /// whitespace-separated words of a rewritten title) with their spans.
     pub fn identify(text: &str, words: &[Span]) -> Program {
@@ -176,7 +191,7 @@ fn args_after(words: &[Span], i: usize, text: &str) -> u32 {
 }
 
 pub(super) fn make(text: &str, words: &[Span], i: usize, name: Span, via: Via) -> Program {
-    Program { name, args: args_after(words, i, text), via, stdin_open: false }
+    Program { name, args: args_after(words, i, text), via, stdin_open: false, cut: false }
 }
 
 /// The program whose first word is `words[i]`.
@@ -268,6 +283,15 @@ fn interpreted(text: &str, words: &[Span], i: usize, interp: Interp, depth: u8) 
         if let Some(p) = p {
             return p;
         }
+    }
+    // A launcher that is a Python script (`/usr/bin/python3 /usr/bin/pipx
+    // run pkg`, as Debian installs pipx; poetry, pdm, …): that launcher.
+    if interp == Interp::Python
+        && launch::python_tool(sbase)
+        && depth > 1
+        && let Some(p) = identify_at(text, words, k, depth - 1).filter(|p| p.via != Via::Exec)
+    {
+        return p;
     }
     if interp == Interp::TsRunner {
         return ts_runner(text, words, i, depth).unwrap_or_else(|| make(text, words, k, script, Via::Script));

@@ -122,3 +122,27 @@ fn interactive_images() {
         assert_eq!(Program::of_joined(cmd).stdin_open(), open, "{cmd}");
     }
 }
+
+#[test]
+fn uv_global_options_in_any_order_and_interpreters_running_launchers() {
+    for (cmd, name, via) in [
+        ("uv run --directory /w weather.py", "weather.py", Via::Runner),
+        ("uv run --directory=/w weather.py", "weather.py", Via::Runner),
+        ("uv --no-cache run --directory /w weather.py", "weather.py", Via::Runner),
+        ("uv --directory /w --no-cache -q run weather.py", "weather.py", Via::Runner),
+        ("uv run --with mcp --directory /w --python 3.12 --no-sync weather.py", "weather.py", Via::Runner),
+        ("uv --project /w run --frozen python -m weather", "weather", Via::Runner),
+        ("uv run --directory /w -- python weather.py", "weather.py", Via::Runner),
+        ("uv run -w httpx --only-group dev --directory /w weather.py", "weather.py", Via::Runner),
+        ("uv --color never run -C k=v --fork-strategy fewest --directory /w weather.py", "weather.py", Via::Runner),
+        ("/usr/bin/python3 /usr/bin/pipx run mcp-server-time", "mcp-server-time", Via::Package),
+        ("python3 /home/u/.local/bin/pipx run --spec mcp-server-time mcp-server-time", "mcp-server-time", Via::Package),
+        ("/usr/bin/python3 /usr/bin/uvx mcp-server-fetch", "mcp-server-fetch", Via::Package),
+        ("python3 /usr/bin/poetry run python server.py", "server.py", Via::Runner),
+        ("node /usr/lib/node_modules/pnpm/bin/pnpm.cjs dlx @x/foo", "@x/foo", Via::Package),
+        ("python3 /usr/bin/mcp-server-time", "mcp-server-time", Via::Script),
+    ] {
+        let (n, v, _) = id(cmd);
+        assert_eq!((n.as_str(), v), (name, via), "{cmd}");
+    }
+}

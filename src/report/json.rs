@@ -1,4 +1,4 @@
-//! The stable JSON of `reaperctl scan --json` (documented in README.md), and
+//! The stable JSON of `reaperctl scan --json` (documented in docs/json.md), and
 //! the small facts about a tree (memory, role rule) other views share.
 
 use std::collections::BTreeMap;
@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::config::Role;
 use crate::policy::Assessment;
 use crate::policy::{Judgement, Verdict};
-use crate::scan::{FdKind, Holder, Process, Snapshot, StdinEnd};
+use crate::scan::{Details, FdKind, Holder, Process, Snapshot, StdinEnd};
 
 #[derive(Serialize)]
 pub struct ScanReport {
@@ -102,7 +102,7 @@ pub struct Member {
     pub cmdline: String,
     pub rss_bytes: u64,
     pub swap_bytes: u64,
-    /// What it runs (see `program` in README.md): the name role patterns see.
+    /// What it runs (see `program` in docs/json.md): the name role patterns see.
     pub program: String,
     /// How the program was reached: exec, script, inline, package, image, runner, shell.
     pub via: &'static str,
@@ -111,6 +111,11 @@ pub struct Member {
     pub role_rule: Option<String>,
     /// The host config that names it, when that made it a server.
     pub configured: Option<ConfiguredIn>,
+    /// What its own program declares, when that made it a server: `kind`
+    /// (`imports`: its entry imports an MCP SDK's server half; `declares`:
+    /// its project depends on the SDK and it is the project's entry),
+    /// `found` (`mcp.server.fastmcp`) and `file`.
+    pub sdk: Option<crate::hostcfg::sdk::Evidence>,
     /// The facts the verdict rests on.
     pub evidence: Evidence,
 }
@@ -149,6 +154,10 @@ pub struct Evidence {
     pub unit_main: Option<bool>,
     /// Whether anyone can still write to its stdin, where that was looked at.
     pub stdin: Option<String>,
+    /// The fds its stdio transport runs over (`input`, `output`): 0 and 1,
+    /// or the pipes the Python SDK 2.x keeps above fd 2; `None`: no pipe or
+    /// socket carries one (or its fds are unreadable).
+    pub transport: Option<crate::scan::Transport>,
 }
 
 /// The program of a process as shown: masked like its command line.
@@ -166,6 +175,7 @@ fn evidence(p: &Process) -> Evidence {
         unit: unit.map(|u| u.name.clone()),
         unit_main: unit.and_then(|u| u.main),
         stdin: d.and_then(|d| d.stdin.as_ref()).map(stdin_words),
+        transport: d.and_then(Details::transport_fds),
     }
 }
 
@@ -186,6 +196,9 @@ pub fn role_rule(a: &Assessment, m: usize) -> Option<String> {
     let p = &a.snapshot.procs[m];
     if let Some(o) = a.forest.origins.get(&m) {
         return Some(o.describe());
+    }
+    if let Some(e) = a.forest.sdk.get(&m) {
+        return Some(e.describe());
     }
     match (r.role, r.pattern) {
         (Role::Other, _) => None,
@@ -281,6 +294,7 @@ pub fn build(a: &Assessment) -> ScanReport {
                             via: p.program.via.as_str(),
                             role_rule: role_rule(a, m),
                             configured: configured_in(a, m),
+                            sdk: a.forest.sdk.get(&m).map(|e| (**e).clone()),
                             evidence: evidence(p),
                         }
                     })

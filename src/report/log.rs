@@ -60,7 +60,8 @@ where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     let message_only = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
-        if field.name() == "message" { write!(w, "{value:?}") } else { Ok(()) }
+        // One entry, one line: its hostile parts (names, paths) escaped.
+        if field.name() == "message" { write!(w, "{}", crate::names::printable(&format!("{value:?}"))) } else { Ok(()) }
     });
     tracing_subscriber::fmt::layer()
         .fmt_fields(message_only)

@@ -1,14 +1,18 @@
 //! Prometheus text exposition (`node_exporter` textfile collector and
-//! `reaperctl metrics`).
+//! `reaperctl metrics`). Names are only ever added, never renamed or given
+//! new labels: dashboards and the alert rules in `packaging/prometheus/`
+//! (checked by `promtool` in `.ci/run`) depend on them.
 
 use std::fmt::Write;
 use std::path::Path;
 
 use super::status::Status;
+use crate::config::Mode;
 use crate::policy::Verdict;
 
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
+    identity(&mut o, s);
     let t = &s.totals;
     for (name, help, v) in [
         ("mcp_reaper_reaped_trees_total", "Server trees terminated since the daemon started.", t.trees_reaped),
@@ -59,6 +63,8 @@ pub fn render(s: &Status) -> String {
         s.scans.count
     );
     pressure(&mut o, s);
+    by_verdict(&mut o, s);
+    would_reap(&mut o, s);
     o
 }
 
@@ -75,12 +81,86 @@ fn namespaces(o: &mut String, s: &Status) {
         super::status::UNKNOWN_NAMESPACE,
     );
     for (ns, n) in &s.totals.reaped_by_namespace {
-        let _ = writeln!(o, "{name}{{k8s_namespace=\"{}\"}} {n}", label_value(ns));
+        let _ = writeln!(o, "{name}{{k8s_namespace=\"{}\"}} {n}", label(ns));
     }
 }
 
-/// A label value in the text format: `\`, `"` and newlines escaped.
-fn label_value(v: &str) -> String {
+/// Which build runs, and in which mode: fleets join on these.
+fn identity(o: &mut String, s: &Status) {
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_build_info The running mcp-reaperd's version (always 1).\n# TYPE mcp_reaper_build_info gauge\nmcp_reaper_build_info{{version=\"{}\"}} 1",
+        label(&s.version)
+    );
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_mode 1 for the mode the daemon runs in (enforce signals, dry-run only reports).\n# TYPE mcp_reaper_mode gauge"
+    );
+    for m in [Mode::Enforce, Mode::DryRun] {
+        let _ = writeln!(o, "mcp_reaper_mode{{mode=\"{m}\"}} {}", u8::from(s.mode == m));
+    }
+}
+
+/// Reaps and memory returned per verdict, every verdict present.
+fn by_verdict(o: &mut String, s: &Status) {
+    let get = |v: Verdict| s.totals.by_verdict.get(v.as_str()).cloned().unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_reaped_trees_by_verdict_total Server trees terminated since the daemon started, by verdict.\n# TYPE mcp_reaper_reaped_trees_by_verdict_total counter"
+    );
+    for v in Verdict::ALL {
+        let _ = writeln!(
+            o,
+            "mcp_reaper_reaped_trees_by_verdict_total{{verdict=\"{}\"}} {}",
+            v.as_str(),
+            get(v).trees_reaped
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_reclaimed_bytes_by_verdict_total Memory (PSS + swap) of terminated processes, by verdict.\n# TYPE mcp_reaper_reclaimed_bytes_by_verdict_total counter"
+    );
+    for v in Verdict::ALL {
+        let _ = writeln!(
+            o,
+            "mcp_reaper_reclaimed_bytes_by_verdict_total{{verdict=\"{}\"}} {}",
+            v.as_str(),
+            get(v).reclaimed_bytes
+        );
+    }
+}
+
+/// What a dry run would have done: counted once per tree, so a day's dry
+/// run shows what enforcing would do before anyone turns it on.
+fn would_reap(o: &mut String, s: &Status) {
+    let w = &s.would_reap;
+    for (name, kind, help, v) in [
+        (
+            "mcp_reaper_would_reap_trees_total",
+            "counter",
+            "Trees a dry run found due, each counted once.",
+            w.trees_total,
+        ),
+        ("mcp_reaper_would_reap_processes_total", "counter", "Processes in those trees.", w.processes_total),
+        (
+            "mcp_reaper_would_reclaim_bytes_total",
+            "counter",
+            "Memory (PSS + swap) of those trees when found due.",
+            w.bytes_total,
+        ),
+        (
+            "mcp_reaper_would_reap_trees",
+            "gauge",
+            "Trees due and kept only by the dry run, at the last cycle.",
+            w.trees_now,
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
+}
+
+/// A label value escaped as the exposition format asks.
+fn label(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
@@ -144,9 +224,22 @@ mod tests {
                 containers_stopped: 2,
                 container_bytes: 4096,
                 failures: 0,
+                by_verdict: [(
+                    "stale".to_string(),
+                    crate::report::status::VerdictTotals { trees_reaped: 3, reclaimed_bytes: 3 << 20 },
+                )]
+                .into_iter()
+                .collect(),
                 reaped_by_namespace: [("agents".to_string(), 3), ("_unknown".to_string(), 1)].into_iter().collect(),
             },
+            lifetime: None,
             recent: vec![],
+            would_reap: crate::report::status::WouldReap {
+                trees_total: 5,
+                processes_total: 11,
+                bytes_total: 7 << 20,
+                trees_now: 2,
+            },
             filtered_for_uid: None,
             run_sessions: Vec::new(),
             session_ends: Vec::new(),
@@ -215,10 +308,57 @@ mod tests {
         };
         assert_eq!(by_ns("agents"), Some(prometheus_parse::Value::Counter(3.0)), "{text}");
         assert_eq!(by_ns("_unknown"), Some(prometheus_parse::Value::Counter(1.0)), "{text}");
+        let labelled = |name: &str, label: &str, value: &str| {
+            scrape.samples.iter().find(|s| s.metric == name && s.labels.get(label) == Some(value)).map_or_else(
+                || panic!("{name}{{{label}={value}}} missing in\n{text}"),
+                |s| match s.value {
+                    prometheus_parse::Value::Counter(v)
+                    | prometheus_parse::Value::Gauge(v)
+                    | prometheus_parse::Value::Untyped(v) => v,
+                    _ => f64::NAN,
+                },
+            )
+        };
+        assert_eq!(labelled("mcp_reaper_build_info", "version", "0"), 1.0);
+        assert_eq!(labelled("mcp_reaper_mode", "mode", "enforce"), 1.0);
+        assert_eq!(labelled("mcp_reaper_mode", "mode", "dry-run"), 0.0);
+        assert_eq!(labelled("mcp_reaper_reaped_trees_by_verdict_total", "verdict", "stale"), 3.0);
+        assert_eq!(labelled("mcp_reaper_reaped_trees_by_verdict_total", "verdict", "orphan"), 0.0);
+        assert_eq!(labelled("mcp_reaper_reclaimed_bytes_by_verdict_total", "verdict", "stale"), f64::from(3u32 << 20));
+        assert_eq!(value("mcp_reaper_would_reap_trees_total", None), 5.0);
+        assert_eq!(value("mcp_reaper_would_reap_processes_total", None), 11.0);
+        assert_eq!(value("mcp_reaper_would_reclaim_bytes_total", None), f64::from(7u32 << 20));
+        assert_eq!(value("mcp_reaper_would_reap_trees", None), 2.0);
         assert!(matches!(
             scrape.samples.iter().find(|s| s.metric == "mcp_reaper_reaped_trees_total").unwrap().value,
             prometheus_parse::Value::Counter(_)
         ));
+    }
+
+    /// The alert rules, their tests and the dashboard ship with the package:
+    /// every metric they name must be one the daemon exports (a rename
+    /// would silence an alert without a word).
+    #[test]
+    fn shipped_rules_and_dashboard_name_only_exported_metrics() {
+        let text = render(&status());
+        let exported: std::collections::HashSet<&str> =
+            text.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split(['{', ' ']).next()).collect();
+        let shipped = [
+            ("rules", include_str!("../../packaging/prometheus/mcp-reaper.rules.yml")),
+            ("rule tests", include_str!("../../packaging/prometheus/mcp-reaper.rules.test.yml")),
+            ("dashboard", include_str!("../../packaging/grafana/mcp-reaper.json")),
+        ];
+        let mut named = 0;
+        for (what, file) in shipped {
+            for (i, _) in file.match_indices("mcp_reaper_") {
+                let name: String = file[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                assert!(exported.contains(name.as_str()), "{what} names {name}, which the daemon does not export");
+                named += 1;
+            }
+        }
+        assert!(named > 20, "{named}");
+        let dashboard: serde_json::Value = serde_json::from_str(shipped[2].1).expect("the dashboard is JSON");
+        assert!(dashboard["panels"].as_array().is_some_and(|p| p.len() >= 10));
     }
 
     #[test]
@@ -233,7 +373,7 @@ mod tests {
         assert_eq!(m.len(), crate::report::status::NAMESPACES + 2, "{m:?}");
         assert_eq!((m["ns-0"], m["_other"], m["_unknown"]), (2, 8, 1), "{m:?}");
         assert!(!m.contains_key("ns-39"));
-        assert_eq!(label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
     #[test]

@@ -45,9 +45,33 @@ pub fn age(secs: f64) -> String {
     }
 }
 
+/// `2026-11-26 13:35:02Z` (no time zone crate for one format: days to a
+/// civil date is H. Hinnant's `civil_from_days`).
+pub fn utc(unix: u64) -> String {
+    let days = i64::try_from(unix / 86_400).unwrap_or(i64::MAX);
+    let rem = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00Z");
+        assert_eq!(utc(1_795_700_102), "2026-11-26 13:35:02Z");
+    }
 
     #[test]
     fn units() {

@@ -57,7 +57,8 @@ impl Outcome {
                 self.term_timeout_secs,
                 self.group_signals,
                 self.member_signals
-            ) + &self.container_words();
+            ) + &self.container_words()
+                + &self.reason_words();
         }
         let verb = if self.success() {
             "reaped"
@@ -90,7 +91,14 @@ impl Outcome {
             let _ = write!(s, "; {} pid(s) dropped (exited or reused)", self.dropped);
         }
         s.push_str(&self.container_words());
+        s.push_str(&self.reason_words());
         s
+    }
+
+    /// `; reason: …`, last on the line: the reason is free text (it may hold
+    /// `; ` and `=`), so everything before it still parses the same.
+    fn reason_words(&self) -> String {
+        if self.reason.is_empty() { String::new() } else { format!("; reason: {}", self.reason) }
     }
 }
 
@@ -273,6 +281,12 @@ pub(super) mod tests {
         let line = outcome().line();
         assert!(line.starts_with("partly reaped orphan tree root=4242 (npm exec @playwright/mcp) members=4"), "{line}");
         assert!(line.contains("unkillable: 4242 (D)"), "{line}");
+        assert!(line.ends_with("; reason: adopted"), "{line}");
+        let mut dry = outcome();
+        dry.dry_run = true;
+        let line = dry.line();
+        assert!(line.starts_with("would reap orphan tree root=4242 "), "{line}");
+        assert!(line.ends_with("; reason: adopted"), "the reason is on every would-reap line too: {line}");
     }
 
     #[test]

@@ -57,6 +57,14 @@ pub struct ReapEvent {
     /// The containers of the tree's run clients.
     #[serde(default)]
     pub containers: Vec<crate::reap::ContainerOutcome>,
+    /// How many more times the same plan or act on the same tree (same
+    /// root identity, verdict and mode) came since the first: a dry run
+    /// finds a due tree at every tick, and the list keeps one entry for it.
+    #[serde(default)]
+    pub repeats: u64,
+    /// When the first of them came (unix seconds; `at_unix` is the last).
+    #[serde(default)]
+    pub first_at_unix: u64,
 }
 
 impl ReapEvent {
@@ -82,7 +90,15 @@ impl ReapEvent {
             reclaimed_bytes: o.reclaimed.total(),
             line: o.line(),
             containers: o.containers.clone(),
+            repeats: 0,
+            first_at_unix: at_unix,
         }
+    }
+
+    /// Whether `other` is this same plan or act again.
+    pub fn repeats(&self, other: &ReapEvent) -> bool {
+        (self.root_pid, self.root_start_time, self.verdict, self.dry_run)
+            == (other.root_pid, other.root_start_time, other.verdict, other.dry_run)
     }
 }
 
@@ -141,6 +157,11 @@ pub struct TreeStatus {
     /// `scan --json`'s tree `suspect`).
     #[serde(default)]
     pub suspect: Option<String>,
+    /// When the daemon first saw the tree as a candidate (unix ms), the
+    /// start of its grace: what `reaperctl scan` asks for when it cannot
+    /// read the daemon's state file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen_unix_ms: Option<u64>,
 }
 
 impl TreeStatus {
@@ -159,11 +180,12 @@ impl TreeStatus {
             memory_bytes: super::json::tree_memory(snap, j),
             grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
             suspect: j.suspect.clone(),
+            first_seen_unix_ms: None,
         }
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub trees_reaped: u64,
     pub processes_reaped: u64,
@@ -176,6 +198,9 @@ pub struct Totals {
     /// Their cgroups' memory before the stop.
     #[serde(default)]
     pub container_bytes: u64,
+    /// Trees reaped and memory returned per verdict (by its name).
+    #[serde(default)]
+    pub by_verdict: BTreeMap<String, VerdictTotals>,
     /// Trees reaped in Kubernetes pods, by the pod's namespace (a metrics
     /// label: per namespace, never per pod). At most [`NAMESPACES`] names;
     /// later ones count as [`OTHER_NAMESPACE`], pods no runtime state names
@@ -192,7 +217,42 @@ pub const OTHER_NAMESPACE: &str = "_other";
 /// The label of pods known by their UID alone.
 pub const UNKNOWN_NAMESPACE: &str = "_unknown";
 
+/// What the reaps of one verdict did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerdictTotals {
+    pub trees_reaped: u64,
+    pub reclaimed_bytes: u64,
+}
+
+/// What a dry run would have done: each tree counted once, when it is
+/// first found due (it is found again at every tick).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WouldReap {
+    pub trees_total: u64,
+    pub processes_total: u64,
+    /// Their memory (PSS + swap) when first found due.
+    pub bytes_total: u64,
+    /// Trees due and kept only by the dry run, at the last cycle.
+    pub trees_now: u64,
+}
+
 impl Totals {
+    /// Counts one tree acted on: the one definition every total shares.
+    pub fn add(&mut self, e: &crate::history::Entry) {
+        self.trees_reaped += u64::from(e.reaped);
+        self.processes_reaped += e.processes as u64;
+        self.reclaimed_bytes += e.reclaimed_bytes;
+        self.escalations += u64::from(e.escalated);
+        self.failures += u64::from(!e.ok);
+        for c in e.containers.iter().filter(|c| c.stopped()) {
+            self.containers_stopped += 1;
+            self.container_bytes += c.memory_bytes.unwrap_or(0);
+        }
+        let v = self.by_verdict.entry(e.verdict.as_str().to_string()).or_default();
+        v.trees_reaped += u64::from(e.reaped);
+        v.reclaimed_bytes += e.reclaimed_bytes;
+    }
+
     /// Counts a tree reaped in a pod of `namespace` (`None`: unnamed).
     pub fn count_namespace(&mut self, namespace: Option<&str>) {
         let key = match namespace {
@@ -235,7 +295,14 @@ pub struct Status {
     /// Trees visible to the asking user (root sees all).
     pub trees: Vec<TreeStatus>,
     pub totals: Totals,
+    /// Every reap since the history began, across restarts and upgrades
+    /// (`None`: no history could be read).
+    #[serde(default)]
+    pub lifetime: Option<crate::history::Lifetime>,
     pub recent: Vec<ReapEvent>,
+    /// What the dry run would have reaped since the daemon started.
+    #[serde(default)]
+    pub would_reap: WouldReap,
     /// True when the list was filtered to the asking user's processes.
     pub filtered_for_uid: Option<u32>,
     /// `reaperctl run` sessions seen by the last scan (visible to the asking user).

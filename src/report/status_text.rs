@@ -2,26 +2,32 @@
 
 use std::fmt::Write;
 
-use super::status::{PressureStatus, Status};
+use super::status::{PressureStatus, Status, Totals};
 use super::{age, bytes};
+
+/// Text the daemon sent that may hold a user's (command lines, reasons):
+/// escaped here too, whatever the daemon did (see [`crate::names::printable`]).
+fn p(s: &str) -> String {
+    crate::names::printable(s).into_owned()
+}
 
 /// The human view of `reaperctl status`.
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "mcp-reaperd {} (pid {}), up {}", s.version, s.pid, age(s.uptime_secs));
     let _ = writeln!(o, "mode:     {}", s.mode);
-    let _ = writeln!(o, "config:   {}", s.config_sources.join(", "));
+    let _ = writeln!(o, "config:   {}", p(&s.config_sources.join(", ")));
     if let Some(r) = &s.last_reload {
         let what = if r.ok { "ok" } else { "FAILED, previous config kept" };
         let _ = writeln!(
             o,
             "reload:   {what}{}",
-            if r.messages.is_empty() { String::new() } else { format!(": {}", r.messages.join("; ")) }
+            if r.messages.is_empty() { String::new() } else { format!(": {}", p(&r.messages.join("; "))) }
         );
     }
     let _ = writeln!(o, "events:   {} (full scan every {}s, grace {}s)", s.event_mode, s.interval_secs, s.grace_secs);
     if let Some(why) = &s.event_mode_reason {
-        let _ = writeln!(o, "          no process events: {why}");
+        let _ = writeln!(o, "          no process events: {}", p(why));
     }
     let _ = writeln!(
         o,
@@ -46,9 +52,9 @@ pub fn render(s: &Status) -> String {
             o,
             "  duplicate {}× {} under host {} ({}): trees {}",
             d.count,
-            d.command,
+            p(&d.command),
             d.host_pid,
-            d.host_cmd,
+            p(&d.host_cmd),
             roots.join(", ")
         );
     }
@@ -65,17 +71,16 @@ pub fn render(s: &Status) -> String {
     if t.containers_stopped > 0 {
         let _ = writeln!(o, "          {} container(s) stopped, {}", t.containers_stopped, bytes(t.container_bytes));
     }
-    if !s.recent.is_empty() {
-        let _ = writeln!(o, "recent:");
-        for e in s.recent.iter().take(10) {
-            let _ = writeln!(o, "  {}", e.line);
-        }
+    if let Some(l) = &s.lifetime {
+        let since = l.since_unix.map_or_else(|| "nothing yet".to_string(), |t| format!("since {}", super::utc(t)));
+        let _ = writeln!(o, "lifetime: {} ({since}; `reaperctl history`)", totals_words(&l.totals));
     }
+    recent(&mut o, s);
     if !s.run_sessions.is_empty() {
         let _ = writeln!(o, "run sessions:");
         for r in &s.run_sessions {
             let host = match (r.host_pid, &r.host_cmd) {
-                (Some(p), Some(c)) => format!("{c} (pid {p})"),
+                (Some(pid), Some(c)) => format!("{} (pid {pid})", p(c)),
                 _ => "host exited".to_string(),
             };
             let _ = writeln!(
@@ -85,7 +90,7 @@ pub fn render(s: &Status) -> String {
                 r.members,
                 bytes(r.memory_bytes),
                 r.memory_source,
-                r.cgroup.as_deref().map(|c| format!("\n            cgroup {c}")).unwrap_or_default()
+                r.cgroup.as_deref().map(|c| format!("\n            cgroup {}", p(c))).unwrap_or_default()
             );
         }
     }
@@ -93,13 +98,52 @@ pub fn render(s: &Status) -> String {
         let _ = writeln!(o, "hosts ending their session (their trees go without grace once they exit):");
         for e in &s.session_ends {
             // The reason names the host (and the hook's reason).
-            let _ = writeln!(o, "  pid {:>7}  {} tree(s)  {}", e.host_pid, e.trees, e.reason);
+            let _ = writeln!(o, "  pid {:>7}  {} tree(s)  {}", e.host_pid, e.trees, p(&e.reason));
         }
     }
     if let Some(uid) = s.filtered_for_uid {
         let _ = writeln!(o, "(showing only trees of uid {uid})");
     }
     o
+}
+
+/// A total in words: the lifetime line here, and `reaperctl history`'s.
+pub fn totals_words(t: &Totals) -> String {
+    let mut s = format!(
+        "{} tree(s), {} process(es), {} returned",
+        t.trees_reaped,
+        t.processes_reaped,
+        bytes(t.reclaimed_bytes)
+    );
+    if t.containers_stopped > 0 {
+        let _ = write!(s, ", {} container(s) stopped ({})", t.containers_stopped, bytes(t.container_bytes));
+    }
+    if t.escalations > 0 {
+        let _ = write!(s, ", {} needed SIGKILL", t.escalations);
+    }
+    if t.failures > 0 {
+        let _ = write!(s, ", {} failed", t.failures);
+    }
+    s
+}
+
+/// The last reaps (and plans), a repeated one once with its count.
+fn recent(o: &mut String, s: &Status) {
+    if s.recent.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "recent:");
+    for e in s.recent.iter().take(10) {
+        let again = if e.repeats == 0 {
+            String::new()
+        } else {
+            let over = e.at_unix.saturating_sub(e.first_at_unix);
+            #[allow(clippy::cast_precision_loss)] // seconds: far below 2^52
+            let over = age(over as f64);
+            format!(" [{} times over {over}]", e.repeats + 1)
+        };
+        let _ = writeln!(o, "  {}{again}", p(&e.line));
+    }
 }
 
 /// "memory some avg10=23.4% avg60=5.0% avg300=1.2% (threshold 10%: grace skipped; PSI trigger)".
@@ -109,7 +153,7 @@ fn pressure(p: &PressureStatus) -> String {
         "each-cycle" => "read every cycle".to_string(),
         other => other.to_string(),
     };
-    let note = p.note.as_ref().map(|n| format!(": {n}")).unwrap_or_default();
+    let note = p.note.as_ref().map(|n| format!(": {}", crate::names::printable(n))).unwrap_or_default();
     match (p.some_avg10, p.some_avg60, p.some_avg300) {
         (Some(a10), Some(a60), Some(a300)) => format!(
             "memory some avg10={a10:.1}% avg60={a60:.1}% avg300={a300:.1}% (threshold {}%{}; {how})",
@@ -129,10 +173,10 @@ fn tree(o: &mut String, t: &super::status::TreeStatus) {
         t.verdict,
         t.root,
         bytes(t.memory_bytes),
-        t.root_cmd,
-        t.reason
+        p(&t.root_cmd),
+        p(&t.reason)
     );
     if let Some(s) = &t.suspect {
-        let _ = writeln!(o, "            suspect, kept: {s}");
+        let _ = writeln!(o, "            suspect, kept: {}", p(s));
     }
 }

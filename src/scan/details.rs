@@ -4,9 +4,43 @@
 use std::path::PathBuf;
 
 use super::parse;
-use super::process::{Details, FdTarget, Snapshot, Unit};
+use super::process::{Details, FdKind, FdTarget, HighLink, Snapshot, Unit};
 use super::procfs::{ProcFs, ReadFail, parse_ns_inode, read_at, readlink_at};
 use crate::ids::{Identity, Pid, Uid};
+
+/// At most this many fds above 2 are looked at: an SDK makes its
+/// duplicates first thing, so they are among the lowest.
+const HIGH_FDS: usize = 64;
+
+/// The pipes and sockets on fds 3 and up, with each one's access mode.
+fn high_links(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Vec<HighLink> {
+    use rustix::fs::{Mode, OFlags};
+    let mut out = Vec::new();
+    let Ok(fds) = rustix::fs::openat(dir, "fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+    else {
+        return out;
+    };
+    let Ok(entries) = rustix::fs::Dir::read_from(&fds) else { return out };
+    let mut numbers: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().ok().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|&fd| fd > 2)
+        .collect();
+    numbers.sort_unstable();
+    for fd in numbers.into_iter().take(HIGH_FDS) {
+        let Some(target) = readlink_at(dir, &format!("fd/{fd}")).map(FdTarget) else { continue };
+        if !target.kind().is_link() {
+            continue;
+        }
+        let access = read_at(dir, &format!("fdinfo/{fd}"), buf).ok().and_then(|()| {
+            let text = String::from_utf8_lossy(buf);
+            let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok().map(|f| f & 3)
+        });
+        out.push(HighLink { fd, target, access });
+    }
+    out
+}
 
 impl ProcFs {
     /// Reads [`Details`] for one process, checking through the same directory fd
@@ -30,6 +64,9 @@ impl ProcFs {
         d.pidns = readlink_at(&dir, "ns/pid").and_then(|s| parse_ns_inode(&s));
         for (i, slot) in d.fds.iter_mut().enumerate() {
             *slot = readlink_at(&dir, ["fd/0", "fd/1", "fd/2"][i]).map(FdTarget);
+        }
+        if d.fd_kind(0) == FdKind::Null {
+            d.high_links = high_links(&dir, &mut buf);
         }
         if read_at(&dir, "cgroup", &mut buf).is_ok() {
             let text = String::from_utf8_lossy(&buf);
@@ -96,5 +133,40 @@ impl ProcFs {
             }
             p.details = Some(Box::new(d));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::process::{Details, FdTarget, HighLink, Transport};
+
+    fn t(s: &str) -> FdTarget {
+        FdTarget(s.to_string())
+    }
+
+    fn high(fd: u32, target: &str, access: u32) -> HighLink {
+        HighLink { fd, target: FdTarget(target.to_string()), access: Some(access) }
+    }
+
+    #[test]
+    fn the_transport_is_on_fds_0_and_1_or_where_the_sdk_keeps_it() {
+        let classic =
+            Details { fds: [Some(t("pipe:[1]")), Some(t("socket:[2]")), Some(t("/dev/pts/0"))], ..Details::default() };
+        assert_eq!(classic.transport_fds(), Some(Transport { input: 0, output: 1 }));
+        // MCP Python SDK 2.x: stdin on /dev/null, stdout onto stderr, the
+        // host's pipes duplicated to 3 (read) and 4 (write).
+        let v2 = Details {
+            fds: [Some(t("/dev/null")), Some(t("pipe:[9]")), Some(t("pipe:[9]"))],
+            high_links: vec![high(3, "pipe:[7]", 0), high(4, "pipe:[8]", 1), high(6, "socket:[5]", 2)],
+            ..Details::default()
+        };
+        assert_eq!(v2.transport_fds(), Some(Transport { input: 3, output: 4 }));
+        // A batch job started </dev/null, its stdout apart from its stderr.
+        let batch = Details { fds: [Some(t("/dev/null")), Some(t("/tmp/out.log")), Some(t("pipe:[9]"))], ..v2.clone() };
+        assert_eq!(batch.transport_fds(), None);
+        // An asyncio program: only its self-pipe socketpair above 2.
+        let quiet = Details { high_links: vec![high(3, "socket:[5]", 2), high(4, "socket:[6]", 2)], ..v2 };
+        assert_eq!(quiet.transport_fds(), None);
+        assert_eq!(Details::default().transport_fds(), None);
     }
 }

@@ -8,8 +8,46 @@ use std::sync::Arc;
 
 use super::ScanError;
 use super::process::{Process, Snapshot};
-use super::procfs::ProcFs;
+use super::procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINES_TOTAL, ProcFs};
 use crate::ids::Pid;
+
+/// Identical command lines, kept once per read: forks share one argv (the
+/// attack of 1,500 forks of one 200 KB argv held 1,500 copies). Only lines
+/// of [`Interner::LONG`] bytes or more are hashed; shorter ones cost less
+/// than the lookup saves.
+/// It also counts the bytes of distinct long lines kept: past
+/// [`CMDLINES_TOTAL`] a newly read process keeps [`CMDLINE_SHORT`] bytes.
+#[derive(Default)]
+struct Interner {
+    lines: HashSet<Arc<str>>,
+    bytes: usize,
+}
+
+impl Interner {
+    const LONG: usize = 128;
+
+    fn share(&mut self, line: &mut Arc<str>) {
+        if line.len() < Self::LONG {
+            return;
+        }
+        if let Some(kept) = self.lines.get(&**line) {
+            *line = Arc::clone(kept);
+        } else {
+            self.bytes += line.len();
+            self.lines.insert(Arc::clone(line));
+        }
+    }
+
+    /// How much of the next command line read may be kept.
+    fn keep(&self) -> usize {
+        if self.bytes >= CMDLINES_TOTAL { CMDLINE_SHORT } else { CMDLINE_KEEP }
+    }
+}
+
+/// A line kept short under [`CMDLINES_TOTAL`]: read again, not taken over.
+fn kept_short(p: &Process) -> bool {
+    p.program.is_cut() && p.cmdline.len() <= CMDLINE_SHORT + " …".len()
+}
 
 /// What a full read may take over from the previous snapshot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +124,7 @@ impl ProcFs {
         let mut procs = Vec::with_capacity(prev.map_or(512, |p| p.len() + 64));
         let mut buf = Vec::with_capacity(4096);
         let mut path = PathBuf::new();
+        let mut lines = Interner::default();
         for entry in dir {
             let Ok(entry) = entry else { continue };
             let name = entry.file_name();
@@ -94,7 +133,7 @@ impl ProcFs {
             let old = prev
                 .filter(|_| reuse != Reuse::Nothing)
                 .and_then(|s| s.get(pid))
-                .filter(|q| q.identity_settled() && !changed.contains(&pid));
+                .filter(|q| q.identity_settled() && !changed.contains(&pid) && !kept_short(q));
             let p = match old {
                 Some(q) if reuse == Reuse::Unchanged && q.dir_ino == ino && ino != 0 => {
                     let mut q = q.clone();
@@ -112,14 +151,16 @@ impl ProcFs {
                             p.program = q.program;
                             Some(p)
                         }
-                        Some(_) => self.read_process(pid, &mut buf, tick), // exec'd or reused
+                        // exec'd or reused
+                        Some(_) => self.read_process_kept(pid, &mut buf, tick, lines.keep()),
                         None => None,
                     }
                 }
-                None => self.read_process(pid, &mut buf, tick),
+                None => self.read_process_kept(pid, &mut buf, tick, lines.keep()),
             };
             if let Some(mut p) = p {
                 p.dir_ino = ino;
+                lines.share(&mut p.cmdline);
                 procs.push(p);
             }
         }
@@ -151,8 +192,13 @@ impl ProcFs {
             })
             .collect();
         let mut buf = Vec::with_capacity(4096);
+        let mut lines = Interner::default();
+        for p in &mut procs {
+            lines.share(&mut p.cmdline);
+        }
         for &pid in &dirty {
-            if let Some(p) = self.read_process(pid, &mut buf, tick) {
+            if let Some(mut p) = self.read_process_kept(pid, &mut buf, tick, lines.keep()) {
+                lines.share(&mut p.cmdline);
                 procs.push(p);
             }
         }

@@ -1,6 +1,10 @@
 //! The far end of a process's stdin: can anyone still write to it?
 //!
-//! - **Pipe**: `/proc/PID/fd/0` is opened read-only and non-blocking (a new
+//! "Stdin" is the fd the process reads its protocol from: fd 0, or the
+//! pipe above fd 2 the Python SDK 2.x moves it to while serving
+//! ([`super::Details::transport_fds`]).
+//!
+//! - **Pipe**: `/proc/PID/fd/N` is opened read-only and non-blocking (a new
 //!   read end of the same pipe; checked with `fstat` to be that pipe), polled
 //!   once with a zero timeout and closed. The kernel reports `POLLHUP` on a
 //!   pipe's read end exactly when no write end is open anywhere. Nothing is
@@ -84,6 +88,16 @@ struct Look {
     buf: Vec<u8>,
 }
 
+/// The fd a process reads its protocol from and where it points: fd 0
+/// when that is a link, else the pipe above fd 2 an SDK moved it to.
+fn transport_input(d: &super::Details) -> Option<(u32, super::FdTarget)> {
+    if let Some(t) = d.fds[0].as_ref().filter(|t| t.kind().is_link()) {
+        return Some((0, t.clone()));
+    }
+    let input = d.transport_fds()?.input;
+    d.high_links.iter().find(|h| h.fd == input).map(|h| (input, h.target.clone()))
+}
+
 impl ProcFs {
     /// Answers each question into the process's [`Details::stdin`](super::Details)
     /// (processes without details, or whose stdin is no link, are skipped).
@@ -91,11 +105,11 @@ impl ProcFs {
         let mut look = Look::default();
         for q in questions {
             let p = &snap.procs[q.proc];
-            let Some(target) = p.details.as_ref().and_then(|d| d.fds[0].clone()) else { continue };
+            let Some((fd, target)) = p.details.as_ref().and_then(|d| transport_input(d)) else { continue };
             let ids = |i: &usize| snap.procs[*i].id;
             let expected = q.expected.map(|i| ids(&i));
             let search: Vec<Identity> = q.search.iter().map(ids).collect();
-            let end = self.stdin_end(&mut look, p.id, &target.0, expected, &search);
+            let end = self.stdin_end(&mut look, p.id, fd, &target.0, expected, &search);
             if let Some(d) = snap.procs[q.proc].details.as_mut() {
                 d.stdin = Some(end);
             }
@@ -106,12 +120,13 @@ impl ProcFs {
         &self,
         look: &mut Look,
         id: Identity,
+        fd: u32,
         target: &str,
         expected: Option<Identity>,
         search: &[Identity],
     ) -> StdinEnd {
         let (far, write) = if let Some(ino) = inode_of(target, "pipe") {
-            match self.pipe_has_writer(id.pid, ino) {
+            match self.pipe_has_writer(id.pid, fd, ino) {
                 Ok(()) => (target.to_string(), true),
                 Err(end) => return end,
             }
@@ -156,9 +171,9 @@ impl ProcFs {
     /// `Ok` when a write end of pipe `ino` (the stdin of `pid`) is open
     /// anywhere. The pid is not checked against a start time: the answer is
     /// about the pipe, and `fstat` confirms it is that pipe.
-    fn pipe_has_writer(&self, pid: Pid, ino: u64) -> Result<(), StdinEnd> {
+    fn pipe_has_writer(&self, pid: Pid, fd: u32, ino: u64) -> Result<(), StdinEnd> {
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let path = self.root.join(format!("{pid}/fd/0"));
+        let path = self.root.join(format!("{pid}/fd/{fd}"));
         let fd = rustix::fs::open(&path, flags, Mode::empty())
             .map_err(|_| StdinEnd::Unknown("its stdin pipe could not be opened to look at it"))?;
         let st = rustix::fs::fstat(&fd).map_err(|_| StdinEnd::Unknown("its stdin pipe could not be examined"))?;

@@ -7,6 +7,17 @@
 //! to that process even if its pid is reused, so all files of one process are
 //! consistent with each other.
 //!
+//! Memory is bounded whatever the process table holds: at most
+//! [`CMDLINE_KEEP`] bytes of a command line are read and kept per process
+//! (whole arguments, a cut line ends in ` …`), identical lines are kept once
+//! per read (`incremental.rs`) and distinct long ones up to
+//! [`CMDLINES_TOTAL`] in all, then [`CMDLINE_SHORT`] bytes each; details
+//! (fds 0–2, exe, status fields) are a few short strings, and only for the
+//! processes a decision is about. Command lines cost at most about
+//! `CMDLINES_TOTAL + processes × (CMDLINE_SHORT + 128)` bytes, plus ~200
+//! bytes per process; the README states the budget, `cargo bench --bench
+//! memory` measures it.
+//!
 //! The rooms: [`process`] holds what a scan produces (the types), `procfs`
 //! reads one process, `details` the second tier and cgroups, `incremental`
 //! the whole-table reads and the rules for building on the last snapshot.
@@ -32,10 +43,10 @@ pub use link::Question;
 pub use parse::{MemInfo, Rollup};
 pub use pressure::Pressure;
 pub use process::{
-    CgroupContainer, Context, Details, FdKind, FdTarget, Holder, ProcState, Process, Snapshot, StdinEnd, Unit,
-    boot_tick,
+    CgroupContainer, Context, Details, FdKind, FdTarget, HighLink, Holder, ProcState, Process, Snapshot, StdinEnd,
+    Transport, Unit, boot_tick,
 };
-pub use procfs::ProcFs;
+pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, ProcFs};
 pub use runtime::PodName;
 
 /// Errors that stop a scan as a whole (a single vanished process never does).

@@ -328,6 +328,20 @@ pub fn cgroup_mounts(mountinfo: &str) -> Vec<(bool, String, String)> {
 }
 
 /// [`join_cmdline`], noting where each argv element lies in the joined text.
+/// [`join_argv`] of at most the first `keep` bytes of a `cmdline` (`buf`
+/// may hold more: then the line was longer). Only whole arguments are kept;
+/// a line that did not fit ends in ` …`, outside every span.
+pub fn join_argv_kept(buf: &[u8], keep: usize, spans: &mut Vec<crate::program::Span>) -> String {
+    if buf.len() <= keep {
+        return join_argv(buf, spans);
+    }
+    // The arguments that end (with their NUL) within `keep` bytes.
+    let whole = buf[..keep].iter().rposition(|&b| b == 0).map_or(0, |i| i + 1);
+    let mut text = join_argv(&buf[..whole], spans);
+    text.push_str(if text.is_empty() { "…" } else { " …" });
+    text
+}
+
 pub fn join_argv(buf: &[u8], spans: &mut Vec<crate::program::Span>) -> String {
     spans.clear();
     let mut out = String::with_capacity(buf.len());
@@ -350,6 +364,20 @@ mod tests {
     use super::*;
 
     const STAT: &[u8] = b"4242 (npm exec @playwri) S 1 4242 4242 0 -1 4194560 1 0 0 0 3 1 0 0 20 0 11 0 123456 1000 2500 18446744073709551615\n";
+
+    #[test]
+    fn a_long_argv_keeps_whole_arguments() {
+        let mut spans = Vec::new();
+        let buf = b"node\0/x/.bin/srv\0AAAAAAAAAA\0B";
+        // Fits: as it is.
+        assert_eq!(join_argv_kept(buf, buf.len(), &mut spans), "node /x/.bin/srv AAAAAAAAAA B");
+        // Cut inside the third argument: it goes whole, and the line says so.
+        assert_eq!(join_argv_kept(buf, 20, &mut spans), "node /x/.bin/srv …");
+        assert_eq!(spans.len(), 2);
+        // argv[0] alone is too long: nothing of it is a program.
+        assert_eq!(join_argv_kept(buf, 3, &mut spans), "…");
+        assert!(spans.is_empty());
+    }
 
     #[test]
     fn stat_plain() {

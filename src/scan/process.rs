@@ -161,6 +161,27 @@ pub struct Details {
     pub run_host: Option<i32>,
     /// The far end of its stdin, when a decision needed it.
     pub stdin: Option<StdinEnd>,
+    /// Pipes and sockets on fds 3 and up, read only when fd 0 is
+    /// `/dev/null` (see [`Details::transport_fds`]).
+    pub high_links: Vec<HighLink>,
+}
+
+/// A pipe or socket on an fd above 2, with its access mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HighLink {
+    pub fd: u32,
+    pub target: FdTarget,
+    /// `O_ACCMODE` of its `fdinfo` flags: 0 read, 1 write, 2 both; `None`
+    /// when unreadable.
+    pub access: Option<u32>,
+}
+
+/// The fds a stdio server's protocol runs over: what it reads requests
+/// from and writes replies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Transport {
+    pub input: u32,
+    pub output: u32,
 }
 
 /// The container a process's cgroup names: engine and short id
@@ -196,6 +217,32 @@ impl Details {
 
     pub fn fd_kind(&self, fd: usize) -> FdKind {
         self.fds.get(fd).and_then(Option::as_ref).map_or(FdKind::Unknown, FdTarget::kind)
+    }
+
+    /// The fds its stdio transport runs over (issue 23). fds 0 and 1 when
+    /// both are a pipe or a socket. Else the layout of the MCP Python SDK
+    /// 2.x, which keeps the host's pipes on fds above 2 while serving and
+    /// points fd 0 at `/dev/null` and fd 1 at its stderr (so stray prints
+    /// cannot corrupt the protocol): fd 0 on `/dev/null`, fd 1 the same file
+    /// as fd 2, and a read-only and a write-only pipe above 2 (the lowest of
+    /// each, the first the SDK made). A batch job started `</dev/null`
+    /// keeps its stdout apart from its stderr, or holds no such pipes:
+    /// `None`, no transport — detached.
+    pub fn transport_fds(&self) -> Option<Transport> {
+        if self.fd_kind(0).is_link() && self.fd_kind(1).is_link() {
+            return Some(Transport { input: 0, output: 1 });
+        }
+        if self.fd_kind(0) != FdKind::Null || self.fds[1].is_none() || self.fds[1] != self.fds[2] {
+            return None;
+        }
+        let pipe = |mode: u32| {
+            self.high_links
+                .iter()
+                .filter(|h| h.target.kind() == FdKind::Pipe && h.access == Some(mode))
+                .map(|h| h.fd)
+                .min()
+        };
+        Some(Transport { input: pipe(0)?, output: pipe(1)? })
     }
 }
 

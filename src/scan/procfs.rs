@@ -15,6 +15,53 @@ use super::process::{Context, ProcState, Process, boot_tick};
 use crate::ids::{Identity, Pid, StartTime, Uid};
 use crate::program::Program;
 
+/// How much of a command line is read and kept per process, in bytes.
+///
+/// Any user can start processes whose argv is up to the kernel's limit (a
+/// quarter of the stack limit: 2 MiB and more), and forks share one argv at
+/// no cost to them: 1,500 forks of one 200 KB argv made `--once` hold 300 MiB.
+/// So a scan reads at most this much of each `cmdline` and keeps the whole
+/// arguments that fit (4 KiB: what the kernel itself showed before Linux 4.2);
+/// a command line that did not fit ends in ` …` and its [`Program`] says it
+/// was cut. Identical command lines are kept once per scan (see
+/// `incremental.rs`), and distinct long ones up to [`CMDLINES_TOTAL`] in
+/// all, then [`CMDLINE_SHORT`] each: a read keeps at most about
+/// `CMDLINES_TOTAL + processes × (CMDLINE_SHORT + 128)` bytes of command
+/// lines, far less when forks share one.
+///
+/// Why a cut never makes a process a server or host it is not: an argument
+/// is kept whole or not at all, and the program and its leading arguments
+/// (what roles are decided on, see [`crate::program`]) come first; the
+/// ` …` ending stops a pattern anchored at the end (`$`) from matching a
+/// shorter line than the real one. A cut line can only lose a role, which
+/// keeps a tree. The one pattern list for which a miss would kill is
+/// `protect` (it sees the whole command line): a cut process counts as
+/// matching it whenever the config has protect patterns (see
+/// `config::patterns`) until, as a member of a tree a decision is about,
+/// its whole line is read again (one at a time, not kept, at most
+/// [`CMDLINE_WHOLE`]) and matched (`cycle::settle_cut`).
+pub const CMDLINE_KEEP: usize = 4096;
+
+/// What one read keeps of distinct long command lines in all (see
+/// `incremental.rs`): past it, a process not seen before keeps only
+/// [`CMDLINE_SHORT`] bytes of its line. Distinct lines cost an attacker a
+/// page each (a fork that writes its own argv), so without a total the
+/// table's size alone would size the reaper: 10,000 such processes would be
+/// 40 MiB. With it a read keeps at most `CMDLINES_TOTAL + processes ×
+/// (CMDLINE_SHORT + 128)` bytes of command lines.
+pub const CMDLINES_TOTAL: usize = 8 << 20;
+
+/// What a process keeps of its command line once a read has kept
+/// [`CMDLINES_TOTAL`]: enough for a program and its first arguments. Cut like
+/// any long line (whole arguments, ` …`, counts as protected until read whole
+/// as a tree member), and read again at the next full read.
+pub const CMDLINE_SHORT: usize = 256;
+
+/// The most of a cut command line read again, whole, to settle `protect`
+/// for a tree member (see [`ProcFs::whole_cmdline`]); beyond it the member
+/// stays protected.
+pub const CMDLINE_WHOLE: usize = 8 << 20;
+
 /// A `/proc` to read: the real one, or a fixture tree in tests.
 #[derive(Clone, Debug)]
 pub struct ProcFs {
@@ -162,6 +209,19 @@ impl ProcFs {
     }
 
     pub(super) fn read_process(&self, pid: Pid, buf: &mut Vec<u8>, checked_tick: u64) -> Option<Process> {
+        self.read_process_kept(pid, buf, checked_tick, CMDLINE_KEEP)
+    }
+
+    /// [`ProcFs::read_process`] keeping at most `keep` bytes of its command
+    /// line ([`CMDLINE_KEEP`], or [`CMDLINE_SHORT`] once a read has kept
+    /// [`CMDLINES_TOTAL`]).
+    pub(super) fn read_process_kept(
+        &self,
+        pid: Pid,
+        buf: &mut Vec<u8>,
+        checked_tick: u64,
+        keep: usize,
+    ) -> Option<Process> {
         let dir = self.open_pid_dir(pid)?;
         read_at(&dir, "stat", buf).ok()?;
         let stat = parse::parse_stat(buf).ok()?;
@@ -171,11 +231,15 @@ impl ProcFs {
         let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
             Arc::default()
         } else {
-            match read_at(&dir, "cmdline", buf) {
+            match read_at_most(&dir, "cmdline", buf, keep + 1) {
                 Ok(()) => {
                     let mut spans = Vec::new();
-                    let text = parse::join_argv(buf, &mut spans);
+                    let cut = buf.len() > keep;
+                    let text = parse::join_argv_kept(buf, keep, &mut spans);
                     program = Program::from_argv(&text, &spans);
+                    if cut {
+                        program.set_cut();
+                    }
                     text.into()
                 }
                 Err(ReadFail::Denied) => Arc::default(),
@@ -221,8 +285,24 @@ impl ProcFs {
     pub fn cmdline(&self, pid: Pid) -> Option<String> {
         let dir = self.open_pid_dir(pid)?;
         let mut buf = Vec::with_capacity(1024);
-        read_at(&dir, "cmdline", &mut buf).ok()?;
-        Some(parse::join_cmdline(&buf))
+        read_at_most(&dir, "cmdline", &mut buf, CMDLINE_KEEP + 1).ok()?;
+        Some(parse::join_argv_kept(&buf, CMDLINE_KEEP, &mut Vec::new()))
+    }
+
+    /// The whole command line of `id` (still that process), joined with its
+    /// argv spans, read only for a process a decision is about whose kept
+    /// line was cut ([`CMDLINE_KEEP`]): one at a time, dropped after use.
+    /// `None` when gone, unreadable or longer than [`CMDLINE_WHOLE`].
+    pub fn whole_cmdline(&self, id: crate::ids::Identity) -> Option<(String, Vec<crate::program::Span>)> {
+        let mut buf = Vec::with_capacity(CMDLINE_KEEP * 2);
+        let dir = self.open_verified(id, &mut buf)?;
+        read_at_most(&dir, "cmdline", &mut buf, CMDLINE_WHOLE + 1).ok()?;
+        if buf.len() > CMDLINE_WHOLE {
+            return None;
+        }
+        let mut spans = Vec::new();
+        let text = parse::join_argv(&buf, &mut spans);
+        Some((text, spans))
     }
 
     /// A fresh `stat` of one pid, for re-checks right before acting.
@@ -284,6 +364,12 @@ pub(super) fn parse_ns_inode(s: &str) -> Option<u64> {
 
 /// Reads a whole file below a `/proc/PID` dirfd into `buf`.
 pub(super) fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail> {
+    read_at_most(dir, name, buf, usize::MAX)
+}
+
+/// [`read_at`], stopping once `buf` holds `limit` bytes or more: what a
+/// user sizes (a command line) is never read past what is kept.
+pub(super) fn read_at_most(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>, limit: usize) -> Result<(), ReadFail> {
     buf.clear();
     let fd =
         rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(classify)?;
@@ -291,7 +377,12 @@ pub(super) fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<()
     loop {
         match rustix::io::read(&fd, &mut chunk) {
             Ok(0) => return Ok(()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() >= limit {
+                    return Ok(());
+                }
+            }
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(classify(e)),
         }

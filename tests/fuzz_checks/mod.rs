@@ -10,8 +10,8 @@
 #![allow(dead_code)] // each fuzz target uses one entry point
 
 use mcp_reaper::config::Config;
-use mcp_reaper::ctl::proto::{self, FrameError, Reply, Request};
 use mcp_reaper::ids::Pid;
+use mcp_reaper::proto::{self, FrameError, Reply, Request};
 use mcp_reaper::scan::events::{self, ProcEvent};
 use mcp_reaper::scan::parse::{self, Rollup, Stat};
 

@@ -1,10 +1,14 @@
-//! The control-socket protocol: frames of a 4-byte big-endian length and a
-//! JSON body; every request and reply carries the protocol version `v`. What
-//! replies carry (status, outcomes) is plain data from `report::status`.
+//! The control-socket protocol, shared by the daemon (`daemon::control`)
+//! and its client (`ctl`), owned by neither: frames of a 4-byte big-endian
+//! length and a JSON body ([`frame`]); every request and reply carries the
+//! protocol version `v`. What replies carry (status, outcomes, history) is
+//! plain data from `report::status` and `history`.
 
-use std::io::{self, Read, Write};
+mod frame;
 
 use serde::{Deserialize, Serialize};
+
+pub use frame::{FrameError, call, decode, encode, frame_len};
 
 pub use crate::report::status::{ReapEvent, ReapResult, ReloadResult, ScanStats, Status, Totals, TreeStatus};
 
@@ -30,6 +34,13 @@ pub enum Command {
         dry_run: bool,
     },
     Metrics,
+    /// The ledger of what was reaped (`reaperctl history`), a user's own
+    /// trees only unless root or the daemon's user asks.
+    History {
+        /// Entries at or after this time (unix seconds); all when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since_unix: Option<u64>,
+    },
     /// A host is ending its session on purpose (`reaperctl session-end`,
     /// from the host's hook): reap its trees as soon as it exits, without
     /// grace. Only a descendant of the host may ask.
@@ -74,6 +85,8 @@ pub struct Reply {
     pub metrics: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_end: Option<SessionEndResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::history::View>,
 }
 
 /// Why a request failed, on the wire as `"kind": "busy"` and so on.
@@ -118,55 +131,6 @@ impl Reply {
     }
 }
 
-#[derive(Debug)]
-pub enum FrameError {
-    Io(io::Error),
-    TooLarge(usize),
-    Json(serde_json::Error),
-}
-
-impl std::fmt::Display for FrameError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FrameError::Io(e) => write!(f, "{e}"),
-            FrameError::TooLarge(n) => write!(f, "frame of {n} bytes is over the limit"),
-            FrameError::Json(e) => write!(f, "malformed message: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for FrameError {}
-
-/// Checks a frame header against the limit before any body is read.
-pub fn frame_len(header: [u8; 4], max: usize) -> Result<usize, FrameError> {
-    let n = u32::from_be_bytes(header) as usize;
-    if n > max { Err(FrameError::TooLarge(n)) } else { Ok(n) }
-}
-
-pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
-    let body = serde_json::to_vec(msg).expect("protocol types serialize");
-    let mut out = Vec::with_capacity(4 + body.len());
-    let len = u32::try_from(body.len()).expect("a message far below 4 GiB (replies are capped by the tree count)");
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&body);
-    out
-}
-
-pub fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, FrameError> {
-    serde_json::from_slice(body).map_err(FrameError::Json)
-}
-
-/// Blocking client call (reaperctl).
-pub fn call(stream: &mut std::os::unix::net::UnixStream, req: &Request) -> Result<Reply, FrameError> {
-    stream.write_all(&encode(req)).map_err(FrameError::Io)?;
-    let mut hdr = [0u8; 4];
-    stream.read_exact(&mut hdr).map_err(FrameError::Io)?;
-    let n = frame_len(hdr, MAX_REPLY)?;
-    let mut body = vec![0u8; n];
-    stream.read_exact(&mut body).map_err(FrameError::Io)?;
-    decode(&body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +143,12 @@ mod tests {
         assert_eq!(decode::<Request>(&bytes[4..]).unwrap(), r);
         assert_eq!(decode::<Request>(br#"{"v":1,"cmd":"status"}"#).unwrap().cmd, Command::Status);
         assert!(decode::<Request>(br#"{"v":1,"cmd":"rm -rf"}"#).is_err());
+        let h = Request { v: 1, cmd: Command::History { since_unix: Some(5) } };
+        assert_eq!(&encode(&h)[4..], br#"{"v":1,"cmd":"history","since_unix":5}"#);
+        assert_eq!(
+            decode::<Request>(br#"{"v":1,"cmd":"history"}"#).unwrap().cmd,
+            Command::History { since_unix: None }
+        );
         assert!(matches!(frame_len(u32::MAX.to_be_bytes(), MAX_REQUEST), Err(FrameError::TooLarge(_))));
     }
 

@@ -1,0 +1,350 @@
+//! The ledger of what was reaped, kept beside the state file
+//! (`history.json`): one entry per tree acted on (when, the tree's root and
+//! programs, verdict and reason, memory returned, containers), and lifetime
+//! totals that outlive restarts and upgrades. Written atomically
+//! ([`crate::atomic`]) after each cycle that acted, bounded to
+//! [`MAX_ENTRIES`] (the oldest go first; the totals keep counting). Fields
+//! are only ever added: an older reader skips what it does not know, a newer
+//! one takes what is missing as empty.
+//!
+//! Dry runs write nothing here: the ledger says what was done, not planned.
+
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Verdict;
+use crate::reap::{ContainerOutcome, Outcome};
+use crate::report::status::Totals;
+
+pub const FILE_NAME: &str = "history.json";
+/// About 500 bytes each: a ledger of a few MiB, rewritten only after a
+/// cycle that reaped, holds months of a busy desktop's reaps.
+pub const MAX_ENTRIES: usize = 5000;
+/// Far more than [`MAX_ENTRIES`] entries take: a bigger file is not ours.
+const MAX_SIZE: u64 = 64 << 20;
+const VERSION: u32 = 1;
+
+/// The ledger beside a state file.
+pub fn beside(state_file: &Path) -> PathBuf {
+    state_file.with_file_name(FILE_NAME)
+}
+
+/// One tree acted on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub at_unix: u64,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub root_pid: i32,
+    pub root_start_time: u64,
+    pub root_cmd: String,
+    /// The programs of its members, each once, in tree order.
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// Owner of the root.
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// Processes in the tree at the signal (those that joined included).
+    #[serde(default)]
+    pub members: usize,
+    /// Processes ended.
+    #[serde(default)]
+    pub processes: usize,
+    #[serde(default)]
+    pub signals: Vec<String>,
+    #[serde(default)]
+    pub escalated: bool,
+    /// Something was ended and nothing was left unkillable.
+    #[serde(default)]
+    pub reaped: bool,
+    /// No member left unkillable and no signal failed.
+    #[serde(default)]
+    pub ok: bool,
+    /// Memory (PSS + swap) of the members that are gone.
+    #[serde(default)]
+    pub reclaimed_bytes: u64,
+    /// `MemAvailable` after minus before, when both were read.
+    #[serde(default)]
+    pub mem_available_delta: Option<i64>,
+    #[serde(default)]
+    pub containers: Vec<ContainerOutcome>,
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+impl Entry {
+    /// The entry for one outcome; `programs` and `uid` come from the
+    /// judgement the outcome's order came from.
+    pub fn new(o: &Outcome, programs: Vec<String>, uid: Option<u32>, at_unix: u64) -> Entry {
+        Entry {
+            at_unix,
+            verdict: o.verdict,
+            reason: o.reason.clone(),
+            root_pid: o.root.pid.get(),
+            root_start_time: o.root.start_time.0,
+            root_cmd: o.root_cmd.clone(),
+            programs,
+            uid,
+            members: o.members + o.joined,
+            processes: o.gone,
+            signals: o.signals.iter().map(ToString::to_string).collect(),
+            escalated: o.escalated,
+            reaped: o.reaped(),
+            ok: o.success(),
+            reclaimed_bytes: o.reclaimed.total(),
+            mem_available_delta: o.mem_available_delta,
+            containers: o.containers.clone(),
+            errors: o.errors.clone(),
+        }
+    }
+}
+
+/// The entries for a cycle's outcomes; `a` is the judgement their orders
+/// came from (the members' programs, the root's owner).
+pub fn entries(a: &crate::policy::Assessment, outcomes: &[Outcome], at_unix: u64) -> Vec<Entry> {
+    let snap = &a.snapshot;
+    outcomes
+        .iter()
+        .map(|o| {
+            let mut programs: Vec<String> = Vec::new();
+            if let Some(j) = a.judgements.iter().find(|j| j.root_id(snap) == o.root) {
+                for &(m, _) in &j.members {
+                    let p = &snap.procs[m];
+                    let name = crate::redact::redact(p.program.name(&p.cmdline)).into_owned();
+                    let name = crate::names::printable(&name).into_owned();
+                    if !name.is_empty() && !programs.contains(&name) {
+                        programs.push(name);
+                    }
+                }
+            }
+            let uid = snap.get(o.root.pid).filter(|p| p.id == o.root).and_then(crate::scan::Process::uid).map(|u| u.0);
+            Entry::new(o, programs, uid, at_unix)
+        })
+        .collect()
+}
+
+/// The totals since the ledger began.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Lifetime {
+    /// When the first entry was written (unix seconds; `None`: never).
+    #[serde(default)]
+    pub since_unix: Option<u64>,
+    #[serde(default)]
+    pub totals: Totals,
+    /// Entries dropped to keep the ledger bounded (still in the totals).
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// The file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Ledger {
+    pub version: u32,
+    #[serde(flatten)]
+    pub lifetime: Lifetime,
+    /// Oldest first.
+    #[serde(default)]
+    pub entries: Vec<Entry>,
+}
+
+impl Ledger {
+    /// Adds entries (and counts them), dropping the oldest beyond the bound.
+    pub fn push(&mut self, entries: impl IntoIterator<Item = Entry>) {
+        for e in entries {
+            self.lifetime.since_unix.get_or_insert(e.at_unix);
+            self.lifetime.totals.add(&e);
+            self.entries.push(e);
+        }
+        let over = self.entries.len().saturating_sub(MAX_ENTRIES);
+        if over > 0 {
+            self.entries.drain(..over);
+            self.lifetime.dropped += over as u64;
+        }
+    }
+
+    /// Entries at or after `since_unix`, oldest first.
+    pub fn since(&self, since_unix: u64) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(move |e| e.at_unix >= since_unix)
+    }
+}
+
+/// What `reaperctl history` shows, from the file or from the daemon.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct View {
+    /// The ledger file.
+    pub path: String,
+    /// Entries at or after this time (unix seconds); `None`: all.
+    pub since_unix: Option<u64>,
+    /// The entries shown, counted.
+    pub window: Totals,
+    pub lifetime: Lifetime,
+    /// Oldest first.
+    pub entries: Vec<Entry>,
+    /// Set when the daemon showed a user only the trees of that user.
+    #[serde(default)]
+    pub filtered_for_uid: Option<u32>,
+    /// Why the ledger could not be read, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl View {
+    /// The view of `ledger` (none yet: empty) from `since_unix` on, of the
+    /// trees `uid` owns (`None`: every tree).
+    pub fn new(path: &Path, ledger: Option<&Ledger>, since_unix: Option<u64>, uid: Option<u32>) -> View {
+        let entries: Vec<Entry> = ledger
+            .map(|l| l.since(since_unix.unwrap_or(0)).filter(|e| uid.is_none() || e.uid == uid).cloned().collect())
+            .unwrap_or_default();
+        let mut window = Totals::default();
+        for e in &entries {
+            window.add(e);
+        }
+        View {
+            path: path.display().to_string(),
+            since_unix,
+            window,
+            lifetime: ledger.map(|l| l.lifetime.clone()).unwrap_or_default(),
+            entries,
+            filtered_for_uid: uid,
+            note: None,
+        }
+    }
+}
+
+/// Why a ledger could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(io::Error),
+    Corrupt(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::Corrupt(why) => write!(f, "corrupt ({why})"),
+        }
+    }
+}
+
+/// Reads the ledger: `None` when there is none yet.
+pub fn load(path: &Path) -> Result<Option<Ledger>, ReadError> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ReadError::Io(e)),
+    };
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, MAX_SIZE + 1), &mut bytes).map_err(ReadError::Io)?;
+    if bytes.len() as u64 > MAX_SIZE {
+        return Err(ReadError::Corrupt(format!("larger than {} MiB", MAX_SIZE >> 20)));
+    }
+    let ledger: Ledger = serde_json::from_slice(&bytes).map_err(|e| ReadError::Corrupt(e.to_string()))?;
+    if ledger.version != VERSION {
+        return Err(ReadError::Corrupt(format!("unsupported history version {}", ledger.version)));
+    }
+    Ok(Some(ledger))
+}
+
+/// Appends entries to the ledger at `path` and writes it back atomically;
+/// returns the lifetime totals now. A corrupt ledger is moved aside to
+/// `NAME.corrupt` (said in the error's place, as a warning) and a new one
+/// begun, so one bad write never stops the history for good.
+pub fn append(path: &Path, entries: Vec<Entry>) -> io::Result<(Lifetime, Option<String>)> {
+    let (mut ledger, warning) = match load(path) {
+        Ok(l) => (l.unwrap_or_default(), None),
+        Err(ReadError::Io(e)) => return Err(e),
+        Err(ReadError::Corrupt(why)) => {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(".corrupt");
+            let aside = PathBuf::from(aside);
+            std::fs::rename(path, &aside)?;
+            let w = format!(
+                "history {} is corrupt ({why}); moved it to {}; starting anew",
+                path.display(),
+                aside.display()
+            );
+            (Ledger::default(), Some(w))
+        }
+    };
+    ledger.version = VERSION;
+    ledger.push(entries);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let text = serde_json::to_vec(&ledger).expect("plain data serializes");
+    crate::atomic::write(path, &text, 0o600)?;
+    Ok((ledger.lifetime, warning))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(at: u64, reaped: bool) -> Entry {
+        Entry {
+            at_unix: at,
+            verdict: Verdict::Orphan,
+            reason: "its host exited".into(),
+            root_pid: 42,
+            root_start_time: 7,
+            root_cmd: "npm exec x".into(),
+            programs: vec!["npm".into(), "node".into()],
+            uid: Some(1000),
+            members: 2,
+            processes: usize::from(reaped) * 2,
+            signals: vec!["TERM".into()],
+            escalated: false,
+            reaped,
+            ok: reaped,
+            reclaimed_bytes: 1 << 20,
+            mem_available_delta: None,
+            containers: vec![],
+            errors: vec![],
+        }
+    }
+
+    #[test]
+    fn appends_counts_and_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join(FILE_NAME);
+        let (l, w) = append(&path, vec![entry(100, true), entry(200, false)]).unwrap();
+        assert!(w.is_none());
+        assert_eq!(l.since_unix, Some(100));
+        assert_eq!((l.totals.trees_reaped, l.totals.failures, l.totals.processes_reaped), (1, 1, 2));
+        let many: Vec<Entry> = (0..MAX_ENTRIES as u64).map(|i| entry(300 + i, true)).collect();
+        let (l, _) = append(&path, many).unwrap();
+        assert_eq!(l.totals.trees_reaped, 1 + MAX_ENTRIES as u64, "the totals count what the entries no longer hold");
+        assert_eq!(l.dropped, 2);
+        let back = load(&path).unwrap().unwrap();
+        assert_eq!(back.entries.len(), MAX_ENTRIES);
+        assert_eq!(back.entries[0].at_unix, 300, "the oldest went first");
+        assert_eq!(back.since(300 + MAX_ENTRIES as u64 - 3).count(), 3);
+        assert_eq!(back.lifetime, l);
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_corrupt_ledger_is_moved_aside_and_a_newer_one_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        std::fs::write(&path, "{half").unwrap();
+        assert!(matches!(load(&path), Err(ReadError::Corrupt(_))));
+        let (l, w) = append(&path, vec![entry(5, true)]).unwrap();
+        assert!(w.unwrap().contains("corrupt"));
+        assert_eq!(l.totals.trees_reaped, 1);
+        assert_eq!(std::fs::read_to_string(dir.path().join("history.json.corrupt")).unwrap(), "{half");
+        // A newer writer's fields are skipped, not refused.
+        let newer = r#"{"version":1,"since_unix":1,"totals":{"trees_reaped":3,"processes_reaped":4,"reclaimed_bytes":5,
+            "escalations":0,"failures":0,"galaxies":9},"entries":[{"at_unix":1,"verdict":"stale","reason":"r",
+            "root_pid":9,"root_start_time":1,"root_cmd":"c","colour":"red"}]}"#;
+        std::fs::write(&path, newer).unwrap();
+        let l = load(&path).unwrap().unwrap();
+        assert_eq!(l.lifetime.totals.trees_reaped, 3);
+        assert_eq!(l.entries[0].verdict, Verdict::Stale);
+        assert!(load(&dir.path().join("none.json")).unwrap().is_none());
+    }
+}
