@@ -52,6 +52,12 @@
 //! - `flip`: a second argv. Every 3 ms the process execs itself (same pid)
 //!   with the other argv: readers of `/proc` may see either, or one in their
 //!   first read and the other in their second. The ready line is written once.
+//! - `title`: an argv this process writes over its own (in place, as
+//!   `process.title` and `setproctitle` do: the bytes `/proc/PID/cmdline`
+//!   shows, NUL-padded to the original length, and its comm) at start,
+//!   before its ready line; `retitle`: another one, written when it gets
+//!   SIGUSR1 after it reported ready (`npm` sets `npm exec <pkg>` a moment
+//!   after exec). Each must fit in the original argv's bytes.
 //!
 //! - `real`: the child is not this program but the real program `argv[0]`
 //!   (found on `PATH`) with `argv[1..]`, and the environment variables in
@@ -196,6 +202,39 @@ struct Spec {
     close_stdin_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stdin_leak: Option<Box<Spec>>,
+    #[serde(default)]
+    title: Vec<Arg>,
+    #[serde(default)]
+    retitle: Vec<Arg>,
+}
+
+/// Writes `argv` over this process's own argv bytes (NUL-separated, the
+/// rest NUL-filled) and sets its comm to the first word's last path part.
+fn set_title(argv: &[Arg]) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_else(|e| fail(&format!("/proc/self/stat: {e}")));
+    let f: Vec<&str> = stat.rsplit_once(')').map_or("", |x| x.1).split_whitespace().collect();
+    // Fields 48 and 49 (arg_start, arg_end); `f` starts at field 3.
+    let field = |n: usize| f.get(n - 3).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+    let (start, end) = (field(48), field(49));
+    let mut bytes: Vec<u8> = Vec::new();
+    for a in argv {
+        bytes.extend_from_slice(a.bytes());
+        bytes.push(0);
+    }
+    if start == 0 || end <= start || bytes.len() > end - start {
+        fail(&format!("title of {} bytes does not fit in the argv area {start:#x}..{end:#x}", bytes.len()));
+    }
+    bytes.resize(end - start, 0);
+    // SAFETY: [arg_start, arg_end) is this process's own argv area on its
+    // stack, mapped and writable for its whole life; nothing reads it
+    // concurrently (single-threaded here); the length was checked above.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), start as *mut u8, bytes.len()) };
+    let first = argv.first().map(Arg::bytes).unwrap_or_default();
+    let base = first.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    let mut comm = base.iter().copied().filter(|&b| b != 0).take(15).collect::<Vec<u8>>();
+    comm.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, comm.as_ptr()) };
 }
 
 fn fail(msg: &str) -> ! {
@@ -453,6 +492,18 @@ fn open_pty() -> (OwnedFd, OwnedFd) {
     }
 }
 
+/// Private, touched memory, held until the process ends.
+fn touch_memory(mib: u64) {
+    if mib > 0 {
+        let mut mem = vec![0u8; usize::try_from(mib).expect("touch_mib") << 20];
+        for page in mem.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&mem);
+        std::mem::forget(mem);
+    }
+}
+
 /// A process on a terminal that stands in for one surviving its hangup.
 fn ignore_hangup() {
     // SAFETY: single-threaded here; SIG_IGN installs no handler.
@@ -505,7 +556,7 @@ fn main() {
     if unsafe { libc::signal(libc::SIGTERM, handler) } == libc::SIG_ERR {
         fail("signal(SIGTERM) failed");
     }
-    let on_usr1 = !spec.on_usr1.is_empty() || spec.hook.is_some();
+    let on_usr1 = !spec.on_usr1.is_empty() || spec.hook.is_some() || !spec.retitle.is_empty();
     if on_usr1 {
         // Blocked before the ready line, so a SIGUSR1 sent after it waits
         // for sigwait below instead of killing the process.
@@ -524,16 +575,11 @@ fn main() {
         spawn_child(&exe, child, None);
     }
 
-    // Private, touched memory, held until the process ends.
-    if spec.touch_mib > 0 {
-        let mut mem = vec![0u8; usize::try_from(spec.touch_mib).expect("touch_mib") << 20];
-        for page in mem.chunks_mut(4096) {
-            page[0] = 1;
-        }
-        std::hint::black_box(&mem);
-        std::mem::forget(mem);
-    }
+    touch_memory(spec.touch_mib);
 
+    if !spec.title.is_empty() {
+        set_title(&spec.title);
+    }
     if std::env::var_os("FAKEPROC_FLIPPED").is_none() {
         write_ready(std::process::id(), std::os::unix::process::parent_id(), &spec.argv);
     }
@@ -560,6 +606,9 @@ fn main() {
         // SAFETY: a valid set and a valid out-pointer. SIGUSR1 is blocked
         // (above), so it is only ever taken here.
         while unsafe { libc::sigwait(&raw const set, &raw mut sig) } != 0 {}
+        if !spec.retitle.is_empty() {
+            set_title(&spec.retitle);
+        }
         for child in &spec.on_usr1 {
             spawn_child(&exe, child, None);
         }

@@ -17,6 +17,7 @@
 
 pub mod access;
 pub(crate) mod atomic;
+pub(crate) mod compiled;
 pub mod config;
 pub mod ctl;
 pub mod cycle;

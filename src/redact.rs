@@ -43,7 +43,8 @@ impl Redactor {
         let each = patterns
             .iter()
             .map(|p| {
-                regex::RegexBuilder::new(p).size_limit(SIZE_LIMIT).dfa_size_limit(DFA_CACHE).build().map_err(|e| {
+                // The one the config's check compiled, when there is one.
+                crate::compiled::regex(p, SIZE_LIMIT, DFA_CACHE).map_err(|e| {
                     let e = e.to_string();
                     let msg: Vec<&str> = e.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
                     format!("invalid regex: {}", msg.join(" "))

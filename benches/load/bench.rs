@@ -12,7 +12,7 @@ use mcp_reaper::proto::Status;
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Signal, WaitOptions, WaitStatus};
 
-use crate::node::{Node, node_command};
+use crate::node::{Held, Io, Node, node_command, on_terminal, open_pty};
 use crate::procfs::{pidfd, pss_swap_pss};
 use crate::setup::Params;
 use crate::{EVENTS_ENV, KILL_WAIT_SECS, LIFELINE_ENV, ORPHAN_TOUCH_MIB, TERM_TIMEOUT_SECS};
@@ -24,7 +24,34 @@ pub(crate) struct Member {
     pub(crate) gone_at: Option<Instant>,
 }
 
+/// How a tree is to be left for the daemon to reap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Its host is `SIGKILL`ed: the tree is adopted (by the bench, a subreaper).
+    Orphan,
+    /// Its host, alive, drops the tree's stdin and stdout pipes; the server
+    /// does not exit on EOF. The host lives on.
+    Abandoned,
+    /// An interactive `claude` in a shell on a terminal; the terminal is
+    /// closed (the bench drops the pty master), the shell dies of SIGHUP, the
+    /// host (ignoring SIGHUP) and its server live on.
+    Stale,
+}
+
+impl Kind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Orphan => "orphan",
+            Kind::Abandoned => "abandoned",
+            Kind::Stale => "stale",
+        }
+    }
+}
+
 pub(crate) struct OrphanTree {
+    pub(crate) kind: Kind,
+    /// The pty master of a stale tree's terminal, until the bench closes it.
+    pub(crate) terminal: Option<OwnedFd>,
     pub(crate) phase: usize,
     pub(crate) burst: bool,
     pub(crate) stubborn: bool,
@@ -79,6 +106,31 @@ pub(crate) struct Bench {
     pub(crate) stats: Vec<String>,
     pub(crate) adopted_normal: u64,
     pub(crate) shutting_down: bool,
+    /// Far ends of the stdin and stdout pipes of the processes the bench
+    /// started with [`Start::Pipe`], until they are reaped.
+    pub(crate) held: HashMap<i32, Held>,
+    /// Pty masters of the live terminals the bench started shells on.
+    pub(crate) terminals: Vec<OwnedFd>,
+}
+
+/// What the bench gives a process it starts itself as its stdio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// `/dev/null` (a daemon, a GUI app, a host started by a launcher).
+    Null,
+    /// Pipes whose far ends the bench holds (a host fed by a live script).
+    Pipe,
+    /// A new terminal (a pty whose master the bench holds), of which the
+    /// process is the session leader (a shell in a terminal window).
+    Pty,
+}
+
+/// Parent tags whose children die of signals on purpose (the trees the
+/// daemon must reap, and the shells of closed terminals).
+const EXPECTED_SIG_PARENTS: [&str; 4] = ["orphan", "orphan-host", "abandon-host", "stale-shell"];
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64()
 }
 
 pub(crate) fn bound(p: &Params) -> Duration {
@@ -89,13 +141,40 @@ pub(crate) fn bound(p: &Params) -> Duration {
 impl Bench {
     // Reaped by `Bench::reap` (waitpid(-1)), not through the Child.
     #[allow(clippy::zombie_processes)]
-    pub(crate) fn spawn(&mut self, node: &Node) -> i32 {
-        let mut cmd = node_command(node);
+    pub(crate) fn spawn(&mut self, node: &Node, start: Start) -> i32 {
+        self.spawn_on(node, start).0
+    }
+
+    /// Starts `node` below the bench; for [`Start::Pty`] also returns the
+    /// terminal's master (the caller keeps it for as long as the terminal is
+    /// to stay open).
+    #[allow(clippy::zombie_processes)]
+    pub(crate) fn spawn_on(&mut self, node: &Node, start: Start) -> (i32, Option<OwnedFd>) {
+        let mut node = node.clone();
+        node.io = match start {
+            Start::Null => Io::Null,
+            Start::Pipe => Io::Pipe,
+            Start::Pty => Io::Inherit, // set below
+        };
+        let mut cmd = node_command(&node);
         cmd.env(LIFELINE_ENV, self.lifeline_r.as_raw_fd().to_string()).env(EVENTS_ENV, &self.events_path);
-        mcp_reaper::sys::kill_with_parent(&mut cmd);
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {:?}: {e}", node.argv));
+        let mut master = None;
+        if start == Start::Pty {
+            let (m, slave) = open_pty().expect("a pseudo-terminal");
+            on_terminal(&mut cmd, &slave).expect("a pty's slave");
+            master = Some(m);
+        } else {
+            // The session leader of a terminal is not: a parent's death
+            // signal is no hangup.
+            mcp_reaper::sys::kill_with_parent(&mut cmd);
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {:?}: {e}", node.argv));
+        let pid = child.id().cast_signed();
+        if start == Start::Pipe {
+            self.held.insert(pid, (child.stdin.take(), child.stdout.take()));
+        }
         // Never waited through the Child: the bench reaps with waitpid(-1).
-        child.id().cast_signed()
+        (pid, master)
     }
 
     /// Reads new lines of the events file.
@@ -139,9 +218,18 @@ impl Bench {
                     }
                 }
             }
+            ["dropped", _tag, tree, _pid] => {
+                // An abandoned tree: its clock starts when its host dropped its pipes.
+                let tree: u64 = tree.parse().unwrap_or(0);
+                if let Some(t) = self.trees.get_mut(&tree).filter(|t| t.killed_at.is_none()) {
+                    t.killed_at = Some(Instant::now());
+                    t.killed_unix = unix_now();
+                    t.measured = t.members.iter().map(|m| pss_swap_pss(m.pid)).sum();
+                }
+            }
             ["sig", pid, sig, tag, _tree, kind] => {
                 let pid: i32 = pid.parse().unwrap_or(0);
-                if *tag == "orphan" || *tag == "orphan-host" {
+                if EXPECTED_SIG_PARENTS.contains(tag) {
                     // A member of an orphan tree reaped by its own parent.
                     self.expected_deaths.remove(&pid);
                 } else {
@@ -162,8 +250,11 @@ impl Bench {
 
     /// Reaps whatever re-parented to the bench (and its own children).
     pub(crate) fn reap(&mut self) {
+        // wait(2), i.e. waitpid(-1): children of every process group (rustix's
+        // `waitpid(None)` is waitpid(0), this group only, and the shells on
+        // terminals are sessions of their own).
         loop {
-            let (pid, st) = match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+            let (pid, st) = match rustix::process::wait(WaitOptions::NOHANG) {
                 Ok(Some((pid, st))) => (pid.as_raw_nonzero().get(), st),
                 Err(rustix::io::Errno::INTR) => continue,
                 Ok(None) | Err(_) => return,
@@ -172,6 +263,7 @@ impl Bench {
                 self.daemon_status = Some(st);
                 continue;
             }
+            self.held.remove(&pid);
             if self.expected_deaths.remove(&pid) {
                 continue;
             }
@@ -244,7 +336,9 @@ impl Bench {
 
     /// Starts an orphan tree's host; its death (by the bench's SIGKILL) is expected.
     pub(crate) fn spawn_host(&mut self, host: &Node) -> i32 {
-        let pid = self.spawn(host);
+        // A host started from a launcher or a desktop: stdin on /dev/null (not a
+        // pipe nobody writes to, which would make it look unused).
+        let pid = self.spawn(host, Start::Null);
         self.expected_deaths.insert(pid);
         self.host_fds.insert(pid, pidfd(pid).expect("pidfd of a new host"));
         pid
@@ -267,17 +361,28 @@ impl Bench {
         chrome.ignore_term = stubborn;
         server.touch_mib = touch;
         chrome.touch_mib = touch;
+        // npm runs the server on its own stdio; the browser gets /dev/null
+        // on stdin (playwright talks to it over fds 3 and 4).
         let launcher = Node::new(&["npm", "exec", "@playwright/mcp@latest"], "orphan")
             .report()
             .tree(id)
-            .child(server.child(chrome));
+            .child(server.io(Io::Inherit).child(chrome.io(Io::Null)));
         (id, launcher)
     }
 
-    pub(crate) fn new_tree(&mut self, id: u64, host: i32, stubborn: bool, burst: bool, kill_at: Instant) {
-        self.trees.insert(
-            id,
-            OrphanTree {
+    pub(crate) fn new_tree(
+        &mut self,
+        id: u64,
+        host: i32,
+        stubborn: bool,
+        burst: bool,
+        kill_at: Instant,
+    ) -> &mut OrphanTree {
+        self.trees
+            .entry(id)
+            .insert_entry(OrphanTree {
+                kind: Kind::Orphan,
+                terminal: None,
                 phase: self.phase,
                 burst,
                 stubborn,
@@ -292,8 +397,8 @@ impl Bench {
                 tree_latency: None,
                 server_latency: None,
                 abandoned: false,
-            },
-        );
+            })
+            .into_mut()
     }
 
     /// One orphan-to-be: `claude` → npm → node …/playwright-mcp → chrome.
@@ -304,12 +409,56 @@ impl Bench {
         self.new_tree(id, pid, stubborn, false, Instant::now() + host_life);
     }
 
+    /// One tree to be abandoned: `gemini` (on /dev/null, as from a desktop
+    /// launcher) → node …/playwright-mcp → chrome. The host drops the
+    /// server's pipes after `after` and lives on until the tree is gone.
+    pub(crate) fn spawn_abandoned(&mut self, after: Duration) {
+        let (id, launcher) = self.orphan_tree_spec(false, ORPHAN_TOUCH_MIB);
+        // The server directly below its host (the host owns the tree), the
+        // launcher left out.
+        let server = launcher.children.into_iter().next().expect("a server").io(Io::Pipe);
+        let mut host =
+            Node::new(&["gemini", "--abandon-to-be", &id.to_string()], "abandon-host").tree(id).child(server);
+        host.abandon_ms = Some(u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
+        let pid = self.spawn(&host, Start::Null);
+        let t = self.new_tree(id, pid, false, false, Instant::now() + Duration::from_secs(24 * 3600));
+        t.kind = Kind::Abandoned;
+        t.expected = 2;
+    }
+
+    /// One tree to go stale: a shell on a new terminal → `claude`
+    /// (interactive, in the foreground, ignoring SIGHUP) → node
+    /// …/playwright-mcp → chrome. At `after` the bench closes the terminal.
+    pub(crate) fn spawn_stale(&mut self, after: Duration) {
+        let (id, launcher) = self.orphan_tree_spec(false, ORPHAN_TOUCH_MIB);
+        let server = launcher.children.into_iter().next().expect("a server").io(Io::Pipe);
+        let mut host = Node::new(&["claude"], "orphan").report().tree(id).io(Io::Inherit).child(server);
+        host.ignore_hup = true;
+        let mut shell = Node::new(&["-bash"], "stale-shell").tree(id).child(host);
+        shell.shell = true;
+        let (pid, master) = self.spawn_on(&shell, Start::Pty);
+        // The shell dies of the hangup, on purpose.
+        self.expected_deaths.insert(pid);
+        let t = self.new_tree(id, pid, false, false, Instant::now() + after);
+        t.kind = Kind::Stale;
+        t.terminal = master;
+        t.expected = 3;
+    }
+
     /// Kills the host of every tree whose time has come and whose members
     /// are all ready (measuring their memory first).
     pub(crate) fn kill_due_hosts(&mut self, force: bool) {
         let now = Instant::now();
+        self.close_due_terminals(force);
+        for t in self.trees.values_mut().filter(|t| t.kind == Kind::Abandoned && t.killed_at.is_none() && !t.abandoned)
+        {
+            if t.members.len() < t.expected && now.duration_since(t.created) > Duration::from_secs(30) {
+                t.abandoned = true;
+                self.errors.push(format!("abandoned-to-be tree of host {} never became ready", t.host));
+            }
+        }
         let mut hosts: Vec<i32> = Vec::new();
-        for t in self.trees.values() {
+        for t in self.trees.values().filter(|t| t.kind == Kind::Orphan) {
             if t.killed_at.is_none() && !t.abandoned && (force || t.kill_at <= now) {
                 if t.members.len() < t.expected {
                     if now.duration_since(t.created) > Duration::from_secs(30) {
@@ -351,12 +500,35 @@ impl Bench {
             }
             killed_at.insert(h, Instant::now());
         }
-        let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        let unix = unix_now();
         for t in self.trees.values_mut().filter(|t| t.killed_at.is_none()) {
             t.killed_at = killed_at.get(&t.host).copied();
             if t.killed_at.is_some() {
                 t.killed_unix = unix;
             }
+        }
+    }
+
+    /// Closes the terminal of every stale-to-be tree whose time has come and
+    /// whose members are all ready (measuring their memory first).
+    fn close_due_terminals(&mut self, force: bool) {
+        let now = Instant::now();
+        for t in self.trees.values_mut().filter(|t| t.kind == Kind::Stale && t.killed_at.is_none() && !t.abandoned) {
+            if !force && t.kill_at > now {
+                continue;
+            }
+            if t.members.len() < t.expected {
+                if now.duration_since(t.created) > Duration::from_secs(30) {
+                    t.abandoned = true;
+                    self.errors.push(format!("stale-to-be tree of shell {} never became ready", t.host));
+                }
+                continue;
+            }
+            t.measured = t.members.iter().map(|m| pss_swap_pss(m.pid)).sum();
+            // The terminal window closes: the pty hangs up, /dev/pts/N goes.
+            t.terminal = None;
+            t.killed_at = Some(Instant::now());
+            t.killed_unix = unix_now();
         }
     }
 

@@ -1,9 +1,29 @@
-//! Load (issue #6): the real `mcp-reaperd`, in enforce mode, against
+//! Load (issues #6, #24): the real `mcp-reaperd`, in enforce mode, against
 //! thousands of idle processes, hundreds of short-lived processes a second
 //! (some of them MCP servers and hosts under live hosts), live trees that must
-//! never be signalled, and an orphan tree every few seconds that must be
-//! reaped; then 100 orphan trees at once (30 of them ignoring SIGTERM).
-//! Checks: no missed orphan, no wrong kill; measures reap latency, the
+//! never be signalled, and a tree to reap every few seconds; then 100 orphan
+//! trees at once (30 of them ignoring SIGTERM).
+//!
+//! The stand-ins behave like the programs they stand for, so that the
+//! verdicts they get are the ones the real programs would get:
+//! - a host keeps the write ends of its servers' stdin (and the read ends of
+//!   their stdout) for as long as each server lives; launchers (`npm exec`,
+//!   `uvx`) pass their own stdio on; browsers get `/dev/null`;
+//! - a host's own stdin is a terminal (an interactive shell on a pty whose
+//!   master the bench holds, the host its foreground job), a pipe whose
+//!   writer lives (the bench), or `/dev/null` (desktop launchers, a GUI
+//!   editor's main process and its extension host);
+//! - bystanders: daemons, a detached server (`</dev/null >/dev/null`), a
+//!   server owned by a user's script that is no host (foreign);
+//! - trees to reap, made on purpose and each counted as an expected reap:
+//!   *orphan* (the host, on `/dev/null`, is `SIGKILL`ed), *abandoned* (a live
+//!   host drops its server's pipes; the server does not exit on EOF; the host
+//!   lives on), *stale* (an interactive `claude` ignoring SIGHUP in a shell on
+//!   a pty; the bench closes the pty's master, the shell dies of the hangup).
+//!   Abandoned and stale trees are used (alive, held) for one interval and 2 s
+//!   before they are let go, so the daemon has seen them live first.
+//!
+//! Checks: no missed tree, no wrong kill; measures reap latency, the
 //! daemon's RSS (start/end/max) and CPU, and compares its memory accounting
 //! with `smaps_rollup` read by the bench just before each host is killed.
 //!
@@ -20,6 +40,8 @@
 //!   goes to a file in the bench's temp dir).
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) a few-second smoke run.
+//! `.ci/run` runs a short form (20 s a mode, 1,000 processes, a tree every
+//! 1.5 s, a burst of 20) and fails on any wrong kill or missed tree.
 //!
 //! Safety: this bench makes itself a child subreaper, so every orphan it
 //! makes re-parents to it, and the daemon runs with `--scope <this bench>`:
@@ -102,7 +124,23 @@ fn main() {
         }
     }
     let leftovers = descendants_of(me);
+    let mut left_argv: Vec<String> = Vec::new();
     for &pid in &leftovers {
+        if left_argv.len() < 10 {
+            let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = state.rsplit_once(')').map_or("", |x| x.1).split_whitespace().next().unwrap_or("?").to_string();
+            let pp = ppid_of(pid).unwrap_or(0);
+            let pargv = std::fs::read(format!("/proc/{pp}/cmdline")).unwrap_or_default();
+            let pstat = std::fs::read_to_string(format!("/proc/{pp}/stat")).unwrap_or_default();
+            let pstate =
+                pstat.rsplit_once(')').map_or("", |x| x.1).split_whitespace().next().unwrap_or("?").to_string();
+            left_argv.push(format!(
+                "{pid} [{state}] {} (parent {pp} [{pstate}] {})",
+                String::from_utf8_lossy(&argv).replace('\0', " ").trim_end(),
+                String::from_utf8_lossy(&pargv).replace('\0', " ").trim_end()
+            ));
+        }
         if let Some(fd) = pidfd(pid)
             && ppid_of(pid).is_some()
         {
@@ -117,6 +155,9 @@ fn main() {
     b.reap();
 
     report::print(&b, &results, &modes, &bg, churn_secs, &dead_live, &leftovers);
+    for l in &left_argv {
+        println!("    left over: {l}");
+    }
     let failed =
         results.iter().any(|r| r.missed > 0 || r.wrong_kills > 0) || !dead_live.is_empty() || !b.wrong.is_empty();
     // The logs stay for a look; the rest of the dir goes.

@@ -13,14 +13,31 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
-use rustix::process::WaitOptions;
+use rustix::process::{Pid as RPid, WaitOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::{EVENTS_ENV, LIFELINE_ENV, NODE_ENV};
 
+/// What a node's stdin and stdout are, as its parent sets them up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Io {
+    /// Pipes whose far ends the parent keeps until it has reaped the child
+    /// (or drops on purpose, see `Node::abandon_ms`): what a host gives its
+    /// stdio servers.
+    #[default]
+    Pipe,
+    /// The parent's own: what launchers (`npm exec`, `uvx`) give the server
+    /// they start.
+    Inherit,
+    /// `/dev/null`: a daemon, a GUI app's children, a detached server.
+    Null,
+}
+
 /// One helper process: this binary again, with its spec in `NODE_ENV`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[allow(clippy::struct_excessive_bools)] // a spec: each flag is one behaviour of the stand-in
 pub(crate) struct Node {
     pub(crate) argv: Vec<String>,
     /// What the bench makes of it: helper, live-host, live, orphan-host,
@@ -29,7 +46,20 @@ pub(crate) struct Node {
     /// Orphan tree id.
     pub(crate) tree: u64,
     pub(crate) children: Vec<Node>,
+    /// Its stdin and stdout as its parent sets them up (the bench sets up
+    /// those of the processes it starts itself).
+    pub(crate) io: Io,
     pub(crate) ignore_term: bool,
+    /// Ignore SIGHUP (inherited through fork and exec, as under `nohup`):
+    /// a host that outlives its terminal.
+    pub(crate) ignore_hup: bool,
+    /// An interactive shell: each child in a process group of its own, the
+    /// first one in the terminal's foreground (job control).
+    pub(crate) shell: bool,
+    /// Drop the stdin and stdout pipes of its children this long after start
+    /// (a host done with a server that does not exit on EOF: the server is
+    /// abandoned), write a `dropped` event, then end like `life_ms`.
+    pub(crate) abandon_ms: Option<u64>,
     /// Exit (status 0) this long after start, once its children are gone.
     pub(crate) life_ms: Option<u64>,
     /// Write a ready line (and a stats line when it ends).
@@ -65,21 +95,92 @@ impl Node {
         self.life_ms = Some(ms);
         self
     }
+    pub(crate) fn io(mut self, io: Io) -> Node {
+        self.io = io;
+        self
+    }
 }
 
-/// A command that runs `node` (this binary, argv[0] and args from the spec).
+/// The pipe ends a parent keeps for a child whose stdio it set up as [`Io::Pipe`].
+pub(crate) type Held = (Option<std::process::ChildStdin>, Option<std::process::ChildStdout>);
+
+/// A command that runs `node` (this binary, argv[0] and args from the spec),
+/// its stdin and stdout as `node.io` says (the caller keeps the pipe ends of
+/// the `Child` for as long as it stands for a parent that holds them).
 pub(crate) fn node_command(node: &Node) -> Command {
     // /proc/self/exe: the very binary running, even if cargo replaces the file.
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg0(&node.argv[0])
         .args(&node.argv[1..])
-        .env(NODE_ENV, serde_json::to_string(node).expect("a node serializes"))
-        // What a host gives its stdio servers: pipes (the reaper keeps trees
-        // whose servers have /dev/null there). The parent's ends close when
-        // its `Child` drops; the fds stay pipes, and nodes never write them.
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
+        .env(NODE_ENV, serde_json::to_string(node).expect("a node serializes"));
+    match node.io {
+        Io::Pipe => cmd.stdin(Stdio::piped()).stdout(Stdio::piped()),
+        Io::Inherit => cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()),
+        Io::Null => cmd.stdin(Stdio::null()).stdout(Stdio::null()),
+    };
     cmd
+}
+
+/// Starts `node` as a child of this node, keeping the far ends of its pipes.
+fn spawn_child(node: &Node, own_group: bool) -> std::io::Result<(i32, Held)> {
+    let mut cmd = node_command(node);
+    if own_group {
+        // SAFETY: runs in the forked child before exec; setpgid(2) is
+        // async-signal-safe and neither allocates nor takes locks.
+        unsafe {
+            cmd.pre_exec(|| rustix::process::setpgid(None, None).map_err(std::io::Error::from));
+        }
+    }
+    let mut ch = cmd.spawn()?;
+    Ok((ch.id().cast_signed(), (ch.stdin.take(), ch.stdout.take())))
+}
+
+/// A pseudo-terminal: (master, slave). Whoever holds the master keeps the
+/// terminal alive; closing it hangs the terminal up and removes `/dev/pts/N`.
+pub(crate) fn open_pty() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: posix_openpt returns a new fd or -1; ownership passes to OwnedFd.
+    let m = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+    if m < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: m is a fresh fd that nothing else owns.
+    let master = unsafe { std::os::fd::OwnedFd::from_raw_fd(m) };
+    // SAFETY: grantpt/unlockpt on a valid master fd.
+    if unsafe { libc::grantpt(m) } != 0 || unsafe { libc::unlockpt(m) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut name = [0u8; 64];
+    // SAFETY: a valid buffer of that length; ptsname_r NUL-terminates on success.
+    let rc = unsafe { libc::ptsname_r(m, name.as_mut_ptr().cast(), name.len()) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    let path = std::ffi::CStr::from_bytes_until_nul(&name).map_err(std::io::Error::other)?;
+    // SAFETY: a NUL-terminated path; open returns a new fd or -1.
+    let s = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+    if s < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: s is a fresh fd that nothing else owns.
+    Ok((master, unsafe { std::os::fd::OwnedFd::from_raw_fd(s) }))
+}
+
+/// Makes `cmd` a session leader whose stdin, stdout and stderr are the pty
+/// `slave`, and whose controlling terminal it is (what a terminal emulator
+/// does for the shell it starts).
+pub(crate) fn on_terminal(cmd: &mut Command, slave: &std::os::fd::OwnedFd) -> std::io::Result<()> {
+    cmd.stdin(slave.try_clone()?).stdout(slave.try_clone()?).stderr(slave.try_clone()?);
+    // SAFETY: runs in the forked child before exec; setsid(2) and ioctl(2)
+    // are async-signal-safe and neither allocates nor takes locks.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid().map_err(std::io::Error::from)?;
+            let fd = std::os::fd::BorrowedFd::borrow_raw(0);
+            rustix::process::ioctl_tiocsctty(fd).map_err(std::io::Error::from)
+        });
+    }
+    Ok(())
 }
 
 pub(crate) fn write_line(f: &mut std::fs::File, line: &str) {
@@ -139,13 +240,28 @@ pub(crate) fn node_main(text: &str) -> ! {
     let handler = if node.ignore_term { libc::SIG_IGN } else { libc::SIG_DFL };
     // SAFETY: single-threaded; setting a disposition to SIG_IGN/SIG_DFL.
     unsafe { libc::signal(libc::SIGTERM, handler) };
+    if node.ignore_hup {
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+    }
 
     let mut kinds: HashMap<i32, String> = HashMap::new();
+    // The pipe ends of each child, kept until it is reaped, as hosts do.
+    let mut held: HashMap<i32, Held> = HashMap::new();
     let (mut forks, mut spawns, mut normal, mut signaled, mut failed) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    for c in &node.children {
-        match node_command(c).spawn() {
-            Ok(ch) => {
-                kinds.insert(ch.id().cast_signed(), c.argv.join(" "));
+    for (i, c) in node.children.iter().enumerate() {
+        match spawn_child(c, node.shell) {
+            Ok((pid, h)) => {
+                kinds.insert(pid, c.argv.join(" "));
+                held.insert(pid, h);
+                if node.shell && i == 0 {
+                    // The first job in the terminal's foreground, as a shell
+                    // puts the command it runs.
+                    let tty = std::io::stdin();
+                    if let Some(p) = RPid::from_raw(pid) {
+                        let _ = rustix::termios::tcsetpgrp(&tty, p);
+                    }
+                }
             }
             Err(e) => {
                 write_line(&mut events, &format!("error {me} spawning {:?}: {e}\n", c.argv));
@@ -194,9 +310,15 @@ pub(crate) fn node_main(text: &str) -> ! {
         (node.spawn_per_sec > 0.0 && !node.spawn.is_empty()).then(|| Duration::from_secs_f64(1.0 / node.spawn_per_sec));
     let (mut next_fork, mut next_spawn) = (start, start);
     let mut shutdown = false;
+    let mut dropped = false;
     loop {
         let now = Instant::now();
-        let ending = shutdown || node.life_ms.is_some_and(|ms| now >= start + Duration::from_millis(ms));
+        if !dropped && node.abandon_ms.is_some_and(|ms| now >= start + Duration::from_millis(ms)) {
+            dropped = true;
+            held.clear();
+            write_line(&mut events, &format!("dropped {} {} {me}\n", node.tag, node.tree));
+        }
+        let ending = shutdown || dropped || node.life_ms.is_some_and(|ms| now >= start + Duration::from_millis(ms));
         if !ending {
             if let Some(p) = fork_period {
                 let mut n = 0;
@@ -220,9 +342,10 @@ pub(crate) fn node_main(text: &str) -> ! {
                 let mut n = 0;
                 while next_spawn <= now && n < 16 {
                     let c = &node.spawn[usize::try_from(spawns).expect("spawns") % node.spawn.len()];
-                    match node_command(c).spawn() {
-                        Ok(ch) => {
-                            kinds.insert(ch.id().cast_signed(), c.argv.join(" "));
+                    match spawn_child(c, node.shell) {
+                        Ok((pid, h)) => {
+                            kinds.insert(pid, c.argv.join(" "));
+                            held.insert(pid, h);
                         }
                         Err(_) => failed += 1,
                     }
@@ -235,12 +358,14 @@ pub(crate) fn node_main(text: &str) -> ! {
                 }
             }
         }
-        // Reap children, reporting any that died of a signal.
+        // Reap children (of every process group: a shell's jobs have their
+        // own), reporting any that died of a signal.
         let mut no_children = false;
         loop {
-            match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+            match rustix::process::wait(WaitOptions::NOHANG) {
                 Ok(Some((pid, st))) => {
                     let pid = pid.as_raw_nonzero().get();
+                    held.remove(&pid);
                     let kind = kinds.remove(&pid).unwrap_or_else(|| "adopted?".into());
                     if let Some(sig) = st.terminating_signal() {
                         signaled += 1;
@@ -282,6 +407,9 @@ pub(crate) fn node_main(text: &str) -> ! {
                 until = until.min(next_spawn);
             }
             if let Some(ms) = node.life_ms {
+                until = until.min(start + Duration::from_millis(ms));
+            }
+            if let Some(ms) = node.abandon_ms.filter(|_| !dropped) {
                 until = until.min(start + Duration::from_millis(ms));
             }
         }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use mcp_reaper::proto::Status;
 use rustix::process::Signal;
 
-use crate::bench::{Bench, OrphanTree, bound};
+use crate::bench::{Bench, Kind, OrphanTree, bound};
 use crate::node::Node;
 use crate::procfs::{cpu_split, cpu_ticks, exited, pidfd, read_status_kib};
 use crate::{BURST_TOUCH_MIB, TERM_TIMEOUT_SECS};
@@ -33,6 +33,9 @@ pub(crate) struct PhaseResult {
     pub(crate) event_mode: String,
     pub(crate) steady_secs: f64,
     pub(crate) created: usize,
+    /// Trees made and reaped, by [`Kind`]: orphan, abandoned, stale.
+    pub(crate) made: [usize; 3],
+    pub(crate) reaped_kind: [usize; 3],
     pub(crate) stubborn: usize,
     pub(crate) reaped: usize,
     pub(crate) late: usize,
@@ -134,7 +137,15 @@ impl Bench {
             let now = Instant::now();
             if now >= next_orphan {
                 let life = Duration::from_secs_f64(host_lives[k % host_lives.len()]);
-                self.spawn_orphan(k % 4 == 3, life);
+                // Abandoned and stale trees are used for a while first: the
+                // daemon has judged them live at least once (a full scan
+                // every interval) before their host lets go.
+                let used = Duration::from_secs(p.interval + 2) + life / 4;
+                match k % 6 {
+                    2 => self.spawn_abandoned(used),
+                    4 => self.spawn_stale(used),
+                    n => self.spawn_orphan(n == 3, life),
+                }
                 k += 1;
                 next_orphan += every;
             }
@@ -174,10 +185,14 @@ impl Bench {
         self.kill_due_hosts(true);
         let last_kill = Instant::now();
         while Instant::now() < last_kill + bound(&p) + Duration::from_secs(5) {
-            let pending = self
-                .trees
-                .values()
-                .any(|t| t.phase == phase && t.killed_at.is_some() && t.tree_latency.is_none() && !t.abandoned);
+            // Trees let go and not yet gone, and trees whose host has yet to
+            // drop them.
+            let pending = self.trees.values().any(|t| {
+                t.phase == phase
+                    && t.tree_latency.is_none()
+                    && !t.abandoned
+                    && (t.killed_at.is_some() || t.kind == Kind::Abandoned)
+            });
             if !pending {
                 break;
             }
@@ -202,7 +217,7 @@ impl Bench {
         // ---- results of the phase
         let bnd = bound(&p);
         let mut csv = String::from(
-            "tree,burst,stubborn,host_life_ms,host_killed_unix,tree_gone_ms,server_gone_ms,measured_bytes,members\n",
+            "tree,kind,burst,stubborn,host_life_ms,host_killed_unix,tree_gone_ms,server_gone_ms,measured_bytes,members\n",
         );
         let mut ids: Vec<&u64> = self.trees.iter().filter(|(_, t)| t.phase == phase).map(|(id, _)| id).collect();
         ids.sort();
@@ -211,7 +226,8 @@ impl Bench {
             let ms = |d: Option<Duration>| d.map_or(String::new(), |d| format!("{:.1}", d.as_secs_f64() * 1000.0));
             let _ = writeln!(
                 csv,
-                "{id},{},{},{},{:.3},{},{},{},{}",
+                "{id},{},{},{},{},{:.3},{},{},{},{}",
+                t.kind.as_str(),
                 t.burst,
                 t.stubborn,
                 t.killed_at.map_or(String::new(), |k| k.saturating_duration_since(t.created).as_millis().to_string()),
@@ -225,10 +241,12 @@ impl Bench {
         let _ = std::fs::write(self.dir.join(format!("trees-{mode}.csv")), csv);
         for t in self.trees.values_mut().filter(|t| t.phase == phase && !t.burst) {
             r.created += 1;
+            r.made[t.kind as usize] += 1;
             r.stubborn += usize::from(t.stubborn);
             r.steady_measured += t.measured;
             if let Some(l) = t.tree_latency {
                 r.reaped += 1;
+                r.reaped_kind[t.kind as usize] += 1;
                 r.late += usize::from(l > bnd);
                 r.tree_lat_ms.push(l.as_secs_f64() * 1000.0);
                 if let Some(s) = t.server_latency {
@@ -243,7 +261,8 @@ impl Bench {
                     .map(|m| format!("{} ({})", m.pid, m.argv))
                     .collect();
                 self.errors.push(format!(
-                    "[{mode}] MISSED orphan tree (host {}, killed {:?} ago): still alive: {}",
+                    "[{mode}] MISSED {} tree (host {}, let go {:?} ago): still alive: {}",
+                    t.kind.as_str(),
                     t.host,
                     t.killed_at.map(|k| k.elapsed()),
                     alive.join(", ")

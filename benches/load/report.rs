@@ -57,7 +57,7 @@ pub(crate) fn print(
     println!();
     println!(
         "load: {} idle processes (~{} MiB), churn target {}/s ({:.0}/s fork+exit, {:.0}/s exec'd MCP-looking servers and \
-         hosts under live hosts), {} live hosts with {} live members; an orphan tree every {} s per mode for {} s; \
+         hosts under live hosts), {} live hosts with {} live members; a tree to reap every {} s per mode for {} s; \
          daemon interval {} s, grace 0, term_timeout {TERM_TIMEOUT_SECS} s, enforce, --scope <bench>",
         p.procs,
         bg.idle_cost_kib / 1024,
@@ -86,8 +86,12 @@ pub(crate) fn print(
     row("", &|r| r.mode.clone());
     row("daemon event mode (status)", &|r| r.event_mode.clone());
     row("churn phase (s)", &|r| format!("{:.0}", r.steady_secs));
-    row("orphan trees created (of them ignoring SIGTERM)", &|r| format!("{} ({})", r.created, r.stubborn));
-    row("orphan trees reaped", &|r| r.reaped.to_string());
+    row("trees to reap made (of them ignoring SIGTERM)", &|r| format!("{} ({})", r.created, r.stubborn));
+    row("  orphan / abandoned / stale", &|r| format!("{} / {} / {}", r.made[0], r.made[1], r.made[2]));
+    row("trees reaped", &|r| r.reaped.to_string());
+    row("  orphan / abandoned / stale", &|r| {
+        format!("{} / {} / {}", r.reaped_kind[0], r.reaped_kind[1], r.reaped_kind[2])
+    });
     row(&format!("missed orphans / reaped late (> {:.0} s)", bnd.as_secs_f64()), &|r| {
         format!("{} / {}", r.missed, r.late)
     });

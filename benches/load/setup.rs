@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::BURST_TOUCH_MIB;
-use crate::bench::Bench;
-use crate::node::Node;
+use crate::bench::{Bench, Start};
+use crate::node::{Io, Node};
 use crate::procfs::{meminfo_kib, read_num};
 
 #[derive(Clone, Debug)]
@@ -127,6 +127,8 @@ pub(crate) fn new_bench(p: &Params) -> Bench {
         stats: Vec::new(),
         adopted_normal: 0,
         shutting_down: false,
+        held: HashMap::new(),
+        terminals: Vec::new(),
     }
 }
 
@@ -137,6 +139,7 @@ pub(crate) struct Background {
 }
 
 /// Starts the background: idle processes, churn, live trees; waits until it is ready.
+#[allow(clippy::too_many_lines)] // the stand-ins, side by side
 pub(crate) fn start_background(b: &mut Bench) -> Background {
     let p = b.p.clone();
     // ---- the background: idle processes, churn, live trees
@@ -149,7 +152,7 @@ pub(crate) fn start_background(b: &mut Bench) -> Background {
         let n = left.min(per_helper);
         let mut idle = Node::new(&["lt-idle", &format!("{helpers}")], "helper").report();
         idle.idle_forks = u32::try_from(n).expect("idle forks");
-        b.spawn(&idle);
+        b.spawn(&idle, Start::Null);
         helpers += 1;
         left -= n;
     }
@@ -166,48 +169,111 @@ pub(crate) fn start_background(b: &mut Bench) -> Background {
             .child(short(&["node", "/home/u/.npm/_npx/77aa/node_modules/.bin/playwright-mcp"], 150)),
         Node::new(&["codex", "exec", "fix it"], "churn-mcp").life(0).child(short(&["uvx", "mcp-server-fetch"], 100)),
     ];
-    b.spawn(&churn);
+    b.spawn(&churn, Start::Null);
     helpers += 1;
-    let host_argvs: [&[&str]; 6] = [
-        &["claude"],
-        &["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js", "--resume"],
-        &["codex"],
-        &["/usr/share/cursor/cursor", "--type=utility"],
-        &["gemini"],
-        &["opencode"],
-    ];
     let mcp_churn: Vec<Node> = vec![
         short(&["node", "/home/u/.npm/_npx/c7c7/node_modules/.bin/context7-mcp"], 80),
         short(&["python", "-m", "mcp_server_git", "--repository", "."], 300),
-        Node::new(&["npx", "-y", "@modelcontextprotocol/server-memory"], "churn-mcp").life(0).child(short(
-            &["node", "/home/u/.npm/_npx/5e5e/node_modules/@modelcontextprotocol/server-memory/dist/index.js"],
-            200,
-        )),
+        Node::new(&["npx", "-y", "@modelcontextprotocol/server-memory"], "churn-mcp").life(0).child(
+            short(
+                &["node", "/home/u/.npm/_npx/5e5e/node_modules/@modelcontextprotocol/server-memory/dist/index.js"],
+                200,
+            )
+            .io(Io::Inherit),
+        ),
         short(&["mcp-remote", "https://example.invalid/sse"], 500),
     ];
-    for (i, argv) in host_argvs.iter().enumerate() {
-        let mut host = Node::new(argv, "live-host").report();
-        host.spawn_per_sec = churn_f * 0.15 / host_argvs.len() as f64;
-        host.spawn.clone_from(&mcp_churn);
-        host = host
-            .child(
+    // Live hosts, each as people run it, with two live trees and a stream
+    // of short-lived servers; every one keeps its servers' pipes.
+    let term = |shell: &str, host: Node| {
+        let mut sh = Node::new(&[shell], "live").report().child(host.io(Io::Inherit));
+        sh.shell = true;
+        sh
+    };
+    let hosts: Vec<(Node, Start)> = vec![
+        // In a terminal: a shell on a pty (the bench holds the master), the
+        // host its foreground job.
+        (term("-bash", Node::new(&["claude"], "live-host")), Start::Pty),
+        (
+            term(
+                "-zsh",
+                Node::new(&["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js", "--resume"], "live-host"),
+            ),
+            Start::Pty,
+        ),
+        (term("-bash", Node::new(&["opencode"], "live-host")), Start::Pty),
+        // Fed by a script that still writes (the bench holds the pipe).
+        (Node::new(&["codex"], "live-host"), Start::Pipe),
+        // From a desktop launcher or a user service: /dev/null.
+        (Node::new(&["gemini"], "live-host"), Start::Null),
+        // A GUI editor: its main process and its extension host.
+        (
+            Node::new(&["/usr/share/cursor/cursor"], "live").report().child(
+                Node::new(
+                    &["/usr/share/cursor/cursor", "--type=utility", "--utility-sub-type=node.mojom.NodeService"],
+                    "live-host",
+                )
+                .io(Io::Null),
+            ),
+            Start::Null,
+        ),
+    ];
+    let n_hosts = hosts.len();
+    let mut want_long = helpers;
+    for (i, (top, start)) in hosts.into_iter().enumerate() {
+        let with_trees = |mut host: Node| {
+            host.report = true;
+            host.spawn_per_sec = churn_f * 0.15 / n_hosts as f64;
+            host.spawn.clone_from(&mcp_churn);
+            host.child(
                 Node::new(&["npm", "exec", "@playwright/mcp@latest"], "live").report().child(
                     Node::new(
                         &["node", &format!("/home/u/.npm/_npx/live{i}/node_modules/.bin/playwright-mcp")],
                         "live",
                     )
                     .report()
-                    .child(Node::new(&["/opt/google/chrome/chrome", "--headless"], "live").report()),
+                    .io(Io::Inherit)
+                    .child(Node::new(&["/opt/google/chrome/chrome", "--headless"], "live").report().io(Io::Null)),
                 ),
             )
             .child(
                 Node::new(&["uvx", "mcp-server-fetch"], "live").report().child(
-                    Node::new(&["python", "/home/u/.cache/uv/archive-v0/x/bin/mcp-server-fetch"], "live").report(),
+                    Node::new(&["python", "/home/u/.cache/uv/archive-v0/x/bin/mcp-server-fetch"], "live")
+                        .report()
+                        .io(Io::Inherit),
                 ),
-            );
-        b.spawn(&host);
+            )
+        };
+        let top = if top.tag == "live-host" {
+            with_trees(top)
+        } else {
+            let mut top = top;
+            let host = top.children.pop().expect("a host below");
+            top.child(with_trees(host))
+        };
+        want_long += reporting(&top);
+        let (_, master) = b.spawn_on(&top, start);
+        b.terminals.extend(master);
     }
-    let want_long = helpers + host_argvs.len() * 6;
+    // Bystanders: daemons; a detached server (`nohup … </dev/null >log`);
+    // servers owned by a program that is no host (a script of the user's).
+    let bystanders = [
+        Node::new(&["/usr/sbin/sshd", "-D"], "live").report(),
+        Node::new(&["/usr/sbin/cron", "-f"], "live").report(),
+        Node::new(&["dbus-daemon", "--session", "--address=unix:path=/tmp/lt-bus"], "live").report(),
+        Node::new(&["node", "/home/u/.npm/_npx/dd00/node_modules/.bin/mcp-server-memory"], "live").report(),
+        Node::new(&["python3", "/home/u/agent.py"], "live").report().child(
+            Node::new(&["uvx", "mcp-server-fetch"], "live").report().child(
+                Node::new(&["python", "/home/u/.cache/uv/archive-v0/y/bin/mcp-server-fetch"], "live")
+                    .report()
+                    .io(Io::Inherit),
+            ),
+        ),
+    ];
+    for n in &bystanders {
+        want_long += reporting(n);
+        b.spawn(n, Start::Null);
+    }
     while b.long_lived.len() < want_long && t.elapsed() < Duration::from_secs(300) {
         b.tick(Duration::from_millis(20));
     }
@@ -219,8 +285,13 @@ pub(crate) fn start_background(b: &mut Bench) -> Background {
         p.procs,
         idle_cost_kib / 1024,
         p.churn,
-        host_argvs.len(),
-        host_argvs.len() * 5
+        n_hosts,
+        n_hosts * 5
     );
-    Background { idle_cost_kib, hosts: host_argvs.len() }
+    Background { idle_cost_kib, hosts: n_hosts }
+}
+
+/// How many processes of `n`'s tree write a ready line.
+fn reporting(n: &Node) -> usize {
+    usize::from(n.report) + n.children.iter().map(reporting).sum::<usize>()
 }

@@ -111,8 +111,10 @@ impl Kind for RegexList {
     }
 }
 
-/// A role list (`[patterns]`): each regex checked, then the list compiled
-/// together as the matcher will, here where the list has a position.
+/// A role list (`[patterns]`): the list compiled together as the matcher
+/// will, here where the list has a position; each regex checked alone only
+/// to name the bad ones. (A pattern is then bounded by the list's limit on
+/// compiled size, not by the per-pattern one as well.)
 pub(super) enum RoleList {}
 
 impl Kind for RoleList {
@@ -121,6 +123,13 @@ impl Kind for RoleList {
     type Bounds = ();
     fn check(l: &mut Layer<'_>, v: Spanned<Self::File>, key: &str, (): ()) -> Option<Vec<String>> {
         let span = v.span();
+        // The list compiled as a set (once per load: the matcher reuses it)
+        // checks every pattern; only when it fails is each compiled alone,
+        // to name the bad ones.
+        let texts: Vec<String> = v.get_ref().iter().map(|p| p.get_ref().clone()).collect();
+        if texts.iter().all(|p| patterns::check_uncompiled(p).is_ok()) && patterns::check_list(&texts).is_ok() {
+            return Some(texts);
+        }
         let ok = RegexList::check(l, v, key, ())?;
         match patterns::check_list(&ok) {
             Ok(()) => Some(ok),

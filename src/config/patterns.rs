@@ -1,7 +1,7 @@
 //! Compiled role patterns: each list checked and compiled as a set, and a
 //! process classified by the text its patterns target.
 
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use regex::{Regex, RegexSet};
 
 use super::PatternLists;
 use crate::program::Program;
@@ -145,11 +145,19 @@ pub fn check(pattern: &str) -> Result<(), String> {
     if re.is_empty() {
         return Err("empty pattern: it would match every command line".into());
     }
-    regex::RegexBuilder::new(re)
-        .size_limit(SIZE_LIMIT)
-        .build()
+    crate::compiled::regex(re, SIZE_LIMIT, crate::redact::DFA_CACHE)
         .map(|_: Regex| ())
         .map_err(|e| format!("invalid regex: {}", one_line(&e.to_string())))
+}
+
+/// The checks of [`check`] that compile nothing: a list whose set compiles
+/// (see [`check_list`]) and that passes these is valid.
+pub fn check_uncompiled(pattern: &str) -> Result<(), String> {
+    let (_, re) = split_target(pattern, Target::Program);
+    if re.is_empty() {
+        return Err("empty pattern: it would match every command line".into());
+    }
+    Ok(())
 }
 
 fn one_line(s: &str) -> String {
@@ -163,14 +171,13 @@ pub fn check_list(list: &[String]) -> Result<(), String> {
 }
 
 fn set(list: &[&str]) -> Result<RegexSet, String> {
-    RegexSetBuilder::new(list).size_limit(LIST_SIZE_LIMIT).dfa_size_limit(crate::redact::DFA_CACHE).build().map_err(
-        |e| match e {
-            regex::Error::CompiledTooBig(limit) => {
-                format!("the patterns together compile to more than the limit of {limit} bytes for one list")
-            }
-            e => format!("invalid regex: {}", one_line(&e.to_string())),
-        },
-    )
+    // Compiled once per config load: the check and the matcher share it.
+    crate::compiled::set(list, LIST_SIZE_LIMIT, crate::redact::DFA_CACHE).map_err(|e| match e {
+        regex::Error::CompiledTooBig(limit) => {
+            format!("the patterns together compile to more than the limit of {limit} bytes for one list")
+        }
+        e => format!("invalid regex: {}", one_line(&e.to_string())),
+    })
 }
 
 /// What a cut command line "matches" in `protect`, for reasons.

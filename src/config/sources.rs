@@ -55,6 +55,12 @@ impl Sources {
 impl Config {
     /// Loads the embedded default, then the main file, then its drop-ins.
     pub fn load(sources: &Sources) -> Result<Config, ConfigErrors> {
+        // Each regex compiled once: checking a layer and building the
+        // matcher and redactor share what was compiled.
+        crate::compiled::once(|| Config::load_layers(sources))
+    }
+
+    fn load_layers(sources: &Sources) -> Result<Config, ConfigErrors> {
         let mut errors = Vec::new();
         let mut draft = Draft::default();
         let mut used = vec![DEFAULT_NAME.to_string()];

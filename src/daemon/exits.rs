@@ -1,9 +1,17 @@
-//! Watching for the exits that orphan a tree: the owners and hosts of kept
-//! trees (through the kernel's process events, or one pidfd task each), and
-//! hosts and servers exec'd since the last scan, not watched yet.
+//! Watching for the exits that orphan a tree: the owner of every kept tree
+//! and every ancestor above it up to the adopter, known host or not (through
+//! the kernel's process events, or one pidfd task each), and hosts and
+//! servers exec'd since the last scan, not watched yet.
+//!
+//! Why every ancestor: a tree may have been read before a process in it
+//! retitled itself (`npm` sets `npm exec <pkg>` a moment after exec;
+//! `process.title`, `setproctitle`), so its owner as read may be a launcher
+//! that outlives the real host above it. When a watched process exits, the
+//! trees it was watched for are read again whole (members and the chain up
+//! to it, command lines included), so they are judged as they are now.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, OwnedFd};
 use std::rc::Rc;
 
@@ -11,6 +19,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
 use super::schedule::Schedule;
+use crate::config::Role;
 use crate::cycle::Assessment;
 use crate::ids::Pid;
 use crate::policy::Verdict;
@@ -31,6 +40,9 @@ pub struct ExitWatch {
     buf: Vec<u8>,
     /// The processes whose exit orphans a tree.
     watched: HashSet<Pid>,
+    /// Per watched process, what to read again when it exits: the members
+    /// of the trees it was watched for and the chain between them and it.
+    reread: HashMap<Pid, Vec<Pid>>,
     /// Pidfd mode: one task per watched process, waiting for its exit.
     pidfd_tasks: Vec<tokio::task::JoinHandle<()>>,
     /// Watched processes whose pidfd said they exited (pidfd mode).
@@ -47,6 +59,7 @@ impl ExitWatch {
             connector,
             buf: vec![0u8; 64 * 1024],
             watched: HashSet::new(),
+            reread: HashMap::new(),
             pidfd_tasks: Vec::new(),
             exited: Rc::default(),
             wake: Rc::new(Notify::new()),
@@ -67,6 +80,12 @@ impl ExitWatch {
     /// The watched processes whose pidfd said they exited since last asked.
     pub fn take_exited(&mut self) -> HashSet<Pid> {
         std::mem::take(&mut *self.exited.borrow_mut())
+    }
+
+    /// What the exit of `exited` asks to be read again (command lines
+    /// included): see the module comment.
+    pub fn reread_for<'a>(&'a self, exited: &'a HashSet<Pid>) -> impl Iterator<Item = Pid> + 'a {
+        exited.iter().filter_map(|p| self.reread.get(p)).flatten().copied()
     }
 
     /// Resolves when a pidfd task saw its process exit (or could not watch it).
@@ -117,7 +136,12 @@ impl ExitWatch {
                     }
                 }
                 ProcEvent::Fork { child, .. } => schedule.changed(child),
-                ProcEvent::Exit { pid } => schedule.changed(pid),
+                ProcEvent::Exit { pid } => {
+                    schedule.changed(pid);
+                    for &r in self.reread.get(&pid).into_iter().flatten() {
+                        schedule.changed(r);
+                    }
+                }
             }
         }
         let exit = batch
@@ -127,15 +151,36 @@ impl ExitWatch {
         Ok(Intake { lost: batch.lost, exit })
     }
 
-    /// Watches the owners and hosts of kept trees: their exit orphans a tree.
+    /// Watches the owner of every kept tree and each ancestor above it up to
+    /// the adopter (the host among them): any of their exits may orphan it.
     pub fn rewatch(&mut self, a: &Assessment) {
         let snap = &a.snapshot;
-        let mut want = HashSet::new();
+        let mut reread: HashMap<Pid, Vec<Pid>> = HashMap::new();
         for j in a.judgements.iter().filter(|j| matches!(j.verdict, Verdict::Live | Verdict::Foreign | Verdict::Stale))
         {
-            want.extend(j.owner.map(|o| snap.procs[o].pid()));
-            want.extend(j.host.map(|h| snap.procs[h].pid()));
+            let Some(owner) = j.owner else { continue };
+            let mut chain: Vec<usize> = vec![owner];
+            // An owner that adopts (a namespace's PID 1 and its own command):
+            // nothing above it orphans the tree.
+            if !adopts(a, owner) {
+                for up in a.forest.ancestors(owner) {
+                    if adopts(a, up) || chain.len() >= MAX_CHAIN {
+                        break;
+                    }
+                    chain.push(up);
+                }
+            }
+            let members = j.members.iter().map(|&(m, _)| snap.procs[m].pid());
+            let again: Vec<Pid> = chain.iter().map(|&c| snap.procs[c].pid()).chain(members).collect();
+            for &c in &chain {
+                reread.entry(snap.procs[c].pid()).or_default().extend(&again);
+            }
+            if let Some(h) = j.host {
+                reread.entry(snap.procs[h].pid()).or_default().extend(&again);
+            }
         }
+        self.reread = reread;
+        let want: HashSet<Pid> = self.reread.keys().copied().collect();
         if want == self.watched {
             return;
         }
@@ -161,4 +206,14 @@ impl ExitWatch {
             }));
         }
     }
+}
+
+/// Ancestors watched above a tree's owner at most (a deep chain of shells
+/// and wrappers; the host is within it in practice).
+const MAX_CHAIN: usize = 16;
+
+/// Whether process `i` adopts orphans (its exit orphans nothing: PID 1, the
+/// scope, a subreaper such as `systemd --user`).
+fn adopts(a: &Assessment, i: usize) -> bool {
+    a.snapshot.procs[i].pid() == Pid::INIT || Some(i) == a.forest.scope || a.forest.role(i) == Role::Adopter
 }

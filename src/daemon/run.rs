@@ -324,7 +324,11 @@ impl Daemon {
             (s.cfg.clone(), s.args.scope, dry)
         };
         let procfs = self.procfs.clone();
-        let read = self.schedule.next_read(self.exits.events(), self.exits.take_exited());
+        let exited = self.exits.take_exited();
+        for pid in self.exits.reread_for(&exited) {
+            self.schedule.changed(pid);
+        }
+        let read = self.schedule.next_read(self.exits.events(), exited);
         let mut memory = std::mem::take(&mut self.memory);
         let before = memory.clone();
         let state_file = self.state_path.clone();

@@ -165,8 +165,19 @@ mod tests {
         let batch = Details { fds: [Some(t("/dev/null")), Some(t("/tmp/out.log")), Some(t("pipe:[9]"))], ..v2.clone() };
         assert_eq!(batch.transport_fds(), None);
         // An asyncio program: only its self-pipe socketpair above 2.
-        let quiet = Details { high_links: vec![high(3, "socket:[5]", 2), high(4, "socket:[6]", 2)], ..v2 };
+        let quiet = Details { high_links: vec![high(3, "socket:[5]", 2), high(4, "socket:[6]", 2)], ..v2.clone() };
         assert_eq!(quiet.transport_fds(), None);
+        // A daemon (tmux, an event loop) on /dev/null with a self-pipe: both
+        // ends of one pipe are its own, and /dev/null is on all three fds.
+        let null = Some(t("/dev/null"));
+        let selfpipe = vec![high(3, "pipe:[7]", 0), high(4, "pipe:[7]", 1)];
+        let daemon =
+            Details { fds: [null.clone(), null.clone(), null.clone()], high_links: selfpipe.clone(), ..v2.clone() };
+        assert_eq!(daemon.transport_fds(), None);
+        let logged = Details { high_links: selfpipe, ..v2.clone() };
+        assert_eq!(logged.transport_fds(), None, "a self-pipe, even with stdout onto a logged stderr");
+        let dev_null_stderr = Details { fds: [null.clone(), null.clone(), null], ..v2 };
+        assert_eq!(dev_null_stderr.transport_fds(), None);
         assert_eq!(Details::default().transport_fds(), None);
     }
 }

@@ -4,7 +4,9 @@
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 
-use libc::{CN_IDX_PROC, CN_VAL_PROC, PROC_CN_MCAST_LISTEN, PROC_EVENT_EXEC, PROC_EVENT_EXIT, PROC_EVENT_FORK};
+use libc::{
+    CN_IDX_PROC, CN_VAL_PROC, PROC_CN_MCAST_LISTEN, PROC_EVENT_COMM, PROC_EVENT_EXEC, PROC_EVENT_EXIT, PROC_EVENT_FORK,
+};
 use rustix::net::netlink::SocketAddrNetlink;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
@@ -18,7 +20,9 @@ const CN_MSG_LEN: usize = 20;
 pub enum ProcEvent {
     /// A new process (not thread) was forked.
     Fork { parent: Pid, child: Pid },
-    /// A process replaced its image: cached argv is stale.
+    /// A process replaced its image, or its main thread renamed itself
+    /// (`process.title`, `setproctitle` and npm's `npm exec <pkg>` set the
+    /// comm with the title): cached argv is stale.
     Exec { pid: Pid },
     /// A process (thread group leader) exited.
     Exit { pid: Pid },
@@ -177,6 +181,14 @@ fn parse_cn(b: &[u8], out: &mut Vec<ProcEvent>) {
                 out.push(ProcEvent::Exec { pid: p });
             }
         }
+        PROC_EVENT_COMM => {
+            // A thread's own name is no title: only the main thread's.
+            if let (Some(p), Some(tgid)) = (pid(0), pid(4))
+                && p == tgid
+            {
+                out.push(ProcEvent::Exec { pid: p });
+            }
+        }
         PROC_EVENT_EXIT => {
             if let (Some(p), Some(tgid)) = (pid(0), pid(4))
                 && p == tgid
@@ -215,6 +227,8 @@ mod tests {
         let mut buf = msg(PROC_EVENT_FORK, &[10, 10, 11, 11]);
         buf.extend(msg(PROC_EVENT_FORK, &[10, 10, 12, 11])); // a thread of 11
         buf.extend(msg(PROC_EVENT_EXEC, &[11, 11]));
+        buf.extend(msg(PROC_EVENT_COMM, &[12, 11, 0, 0, 0, 0])); // a thread named itself
+        buf.extend(msg(PROC_EVENT_COMM, &[11, 11, 0x006d_706e, 0, 0, 0])); // retitled "npm"
         buf.extend(msg(PROC_EVENT_EXIT, &[12, 11, 0, 17, 10, 10])); // thread exit
         buf.extend(msg(PROC_EVENT_EXIT, &[11, 11, 0, 17, 10, 10]));
         parse(&buf, &mut out);
@@ -223,6 +237,7 @@ mod tests {
             out,
             vec![
                 ProcEvent::Fork { parent: p(10), child: p(11) },
+                ProcEvent::Exec { pid: p(11) },
                 ProcEvent::Exec { pid: p(11) },
                 ProcEvent::Exit { pid: p(11) }
             ]

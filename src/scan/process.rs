@@ -224,25 +224,34 @@ impl Details {
     /// 2.x, which keeps the host's pipes on fds above 2 while serving and
     /// points fd 0 at `/dev/null` and fd 1 at its stderr (so stray prints
     /// cannot corrupt the protocol): fd 0 on `/dev/null`, fd 1 the same file
-    /// as fd 2, and a read-only and a write-only pipe above 2 (the lowest of
-    /// each, the first the SDK made). A batch job started `</dev/null`
-    /// keeps its stdout apart from its stderr, or holds no such pipes:
-    /// `None`, no transport — detached.
+    /// as fd 2 and not `/dev/null` (a daemon has `/dev/null` on all three),
+    /// and two distinct pipes above 2, one only read and one only written by
+    /// this process (the lowest of each, the first the SDK made). A self-pipe
+    /// (an event loop's wake-up, whose both ends it holds) is no transport.
+    /// A batch job started `</dev/null` keeps its stdout apart from its
+    /// stderr, or holds no such pipes: `None`, no transport — detached.
     pub fn transport_fds(&self) -> Option<Transport> {
         if self.fd_kind(0).is_link() && self.fd_kind(1).is_link() {
             return Some(Transport { input: 0, output: 1 });
         }
-        if self.fd_kind(0) != FdKind::Null || self.fds[1].is_none() || self.fds[1] != self.fds[2] {
+        if self.fd_kind(0) != FdKind::Null
+            || self.fds[1].is_none()
+            || self.fds[1] != self.fds[2]
+            || self.fd_kind(1) == FdKind::Null
+        {
             return None;
         }
+        let held = |target: &FdTarget, mode: u32| {
+            self.high_links.iter().any(|h| &h.target == target && h.access.is_some_and(|a| a == mode || a == 2))
+        };
         let pipe = |mode: u32| {
             self.high_links
                 .iter()
-                .filter(|h| h.target.kind() == FdKind::Pipe && h.access == Some(mode))
-                .map(|h| h.fd)
-                .min()
+                .filter(|h| h.target.kind() == FdKind::Pipe && h.access == Some(mode) && !held(&h.target, 1 - mode))
+                .min_by_key(|h| h.fd)
         };
-        Some(Transport { input: pipe(0)?, output: pipe(1)? })
+        let (input, output) = (pipe(0)?, pipe(1)?);
+        (input.target != output.target).then_some(Transport { input: input.fd, output: output.fd })
     }
 }
 

@@ -138,7 +138,14 @@ mod tests {
         b.shutdown(std::net::Shutdown::Write).unwrap();
         assert_eq!(unix_socket(ino(&a)).unwrap().shutdown & RCV_SHUTDOWN, RCV_SHUTDOWN);
         drop(b);
-        let closed = unix_socket(ino(&a)).unwrap();
+        // Another test thread forking at this moment holds a copy of `b`
+        // until its child execs (close-on-exec): wait for the release.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut closed = unix_socket(ino(&a)).unwrap();
+        while closed.peer != Some(0) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            closed = unix_socket(ino(&a)).unwrap();
+        }
         assert_eq!(closed.peer, Some(0), "a released peer shows as inode 0");
         assert!(unix_socket(0x7fff_fff0).is_err());
     }

@@ -258,6 +258,8 @@ pub struct Spec {
     real: bool,
     close_stdin_ms: Option<u64>,
     stdin_leak: Option<Box<Spec>>,
+    title: Vec<Value>,
+    retitle: Vec<Value>,
 }
 
 impl Spec {
@@ -285,6 +287,8 @@ impl Spec {
             real: false,
             close_stdin_ms: None,
             stdin_leak: None,
+            title: Vec::new(),
+            retitle: Vec::new(),
         }
     }
 
@@ -448,6 +452,19 @@ impl Spec {
         self
     }
 
+    /// Writes `argv` over its own at start (as `process.title` does), before
+    /// its ready line (which shows the argv it was started with).
+    pub fn title(mut self, argv: &[&str]) -> Spec {
+        self.title = argv.iter().map(|a| json!(a)).collect();
+        self
+    }
+
+    /// Writes `argv` over its own when it gets SIGUSR1 (after its ready line).
+    pub fn retitle(mut self, argv: &[&str]) -> Spec {
+        self.retitle = argv.iter().map(|a| json!(a)).collect();
+        self
+    }
+
     /// A helper the parent starts holding a copy of its end of this
     /// process's stdin (a leaked write end). Counted by [`Spec::count`].
     pub fn stdin_leak(mut self, helper: Spec) -> Spec {
@@ -479,6 +496,8 @@ impl Spec {
             "real": self.real,
             "close_stdin_ms": self.close_stdin_ms,
             "stdin_leak": self.stdin_leak.as_ref().map(|h| h.to_json()),
+            "title": self.title,
+            "retitle": self.retitle,
         });
         // Only the switches that are set (fakeproc defaults the rest): a big
         // tree's spec must stay under the 128 KiB one environment string may hold.
