@@ -23,7 +23,7 @@ _mcp__reaperd() {
 
     case "${cmd}" in
         mcp__reaperd)
-            opts="-h -V --once --dry-run --config --scope --socket --state-file --proc-root --runtime-root --no-events --json --log-level --log-target --help --version"
+            opts="-h -V --once --dry-run --config --scope --socket --state-file --no-events --json --log-level --log-target --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -45,20 +45,16 @@ _mcp__reaperd() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --runtime-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --log-level)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --log-target)
                     COMPREPLY=($(compgen -W "auto journald stderr" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)

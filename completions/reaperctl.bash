@@ -389,21 +389,13 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__hosts)
-            opts="-h --json --scope --proc-root --runtime-root --config --socket --help"
+            opts="-h --json --scope --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scope)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --runtime-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -523,21 +515,13 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__scan)
-            opts="-h --json --scope --proc-root --runtime-root --config --socket --help"
+            opts="-h --json --scope --exit-code --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scope)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --runtime-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

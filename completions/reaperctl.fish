@@ -42,15 +42,12 @@ complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "run" -d 'Run a 
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "session-end" -d 'From a host\'s session-end hook (JSON on stdin): tell the daemon the host is ending on purpose, so its trees are reaped as soon as it exits, without grace'
 complete -c reaperctl -n "__fish_reaperctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l scope -d 'Judge only descendants of PID, treating PID as an adopter' -r
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l proc-root -d 'Read processes from DIR instead of /proc (fixtures, tests)' -r -F
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l runtime-root -d 'Read the container runtimes\' state (Kubernetes pods\' names) below DIR only, instead of PID 1\'s root, then / (tests)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l config -d 'Config file (default: /etc/mcp-reaper/config.toml for root, ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it). `-` means the embedded default alone' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l json -d 'Print the stable JSON form (see docs/json.md) instead of the human view'
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -l exit-code -d 'Exit 1 when a tree would be reaped now, 0 when none would (as `git diff --exit-code`)'
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand scan" -s h -l help -d 'Print help'
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l scope -d 'Judge only descendants of PID, treating PID as an adopter' -r
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l proc-root -d 'Read processes from DIR instead of /proc (fixtures, tests)' -r -F
-complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l runtime-root -d 'Read the container runtimes\' state (Kubernetes pods\' names) below DIR only, instead of PID 1\'s root, then / (tests)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l config -d 'Config file (default: /etc/mcp-reaper/config.toml for root, ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it). `-` means the embedded default alone' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand hosts" -l json -d 'Print the stable JSON form (see docs/json.md) instead of the human view'

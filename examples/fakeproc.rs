@@ -68,6 +68,10 @@
 //!   (or forgets the server after that): it closes its write end of the pipe,
 //!   or its end of the socketpair. The process itself never reads its stdin,
 //!   so it keeps running: a server that ignores EOF.
+//! - `close_stdin_when`: a path; the parent ends this process's stdin (as
+//!   `close_stdin_ms` does) once that file exists (looked for every 5 ms):
+//!   a close on the test's cue, for tests that must look before and after it
+//!   however slowly the machine runs.
 //! - `stdin_leak`: a helper process the parent starts right after this one,
 //!   holding (as its stdout; its stdin on `/dev/null`) a copy of the
 //!   parent's end of this process's stdin: a write end leaked into a
@@ -200,6 +204,8 @@ struct Spec {
     real: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     close_stdin_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    close_stdin_when: Option<std::path::PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stdin_leak: Option<Box<Spec>>,
     #[serde(default)]
@@ -398,17 +404,25 @@ fn spawn_child(exe: &std::path::Path, child: &Spec, leak: Option<OwnedFd>) {
         let copy = f.try_clone().unwrap_or_else(|e| fail(&format!("dup of a stdin end: {e}")));
         spawn_child(exe, helper, Some(copy));
     }
-    match (far, child.close_stdin_ms) {
-        (Some(f), Some(ms)) => {
+    match (far, child.close_stdin_ms, child.close_stdin_when.clone()) {
+        (Some(f), Some(ms), _) => {
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(ms));
                 drop(f);
             });
         }
-        (Some(f), None) => {
+        (Some(f), None, Some(cue)) => {
+            std::thread::spawn(move || {
+                while !cue.exists() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                drop(f);
+            });
+        }
+        (Some(f), None, None) => {
             let _ = f.into_raw_fd();
         }
-        (None, _) => {}
+        (None, ..) => {}
     }
 }
 

@@ -44,7 +44,7 @@ mkdir -p "$stage/bin" "$stage/packaging" "$stage/config" "$stage/systemd/user" "
 cp "$bin_dir/mcp-reaperd" "$bin_dir/reaperctl" "$stage/bin/"
 cp "$repo/packaging/config.toml" "$repo/packaging/config.d-README" "$stage/packaging/"
 cp "$repo/config/default.toml" "$stage/config/"
-cp "$repo/README.md" "$stage/"
+cp "$repo/README.md" "$repo/LICENSE-MIT" "$repo/LICENSE-APACHE" "$stage/"
 cp -r "$repo/docs" "$stage/"
 cp "$repo/systemd/mcp-reaper.service" "$repo/systemd/mcp-reaper-once.service" \
     "$repo/systemd/mcp-reaper-once.timer" "$stage/systemd/"

@@ -59,6 +59,8 @@ expected=(
     /usr/share/doc/mcp-reaper/docs/evidence.md
     /usr/share/doc/mcp-reaper/default.toml
     /usr/share/doc/mcp-reaper/copyright
+    /usr/share/doc/mcp-reaper/changelog.Debian.gz
+    /usr/share/doc/mcp-reaper/README.Debian
     /usr/share/doc/mcp-reaper/examples/notify-reload.conf
     /usr/share/doc/mcp-reaper/examples/proc-connector.conf
 )
@@ -108,6 +110,49 @@ echo "check-deb: control: $(grep -E '^(Package|Version|Architecture|Depends):' "
 
 # ---- unpacked tree ---------------------------------------------------------------
 dpkg-deb -x "$deb" "$root"
+
+# ---- one maintainer, everywhere --------------------------------------------------
+# Cargo.toml's [package.metadata.deb] maintainer is the one place; the
+# control file, the Debian changelog, README.Debian, the DEP-5 copyright's
+# Upstream-Contact and the RPM spec's changelog must say the same.
+maintainer=$(sed -n 's/^maintainer = "\(.*\)"$/\1/p' Cargo.toml)
+[[ -n $maintainer ]] || fail "no maintainer in Cargo.toml"
+doc=$root/usr/share/doc/mcp-reaper
+grep -qxF "Maintainer: $maintainer" "$ctl/control" || fail "control's Maintainer is not '$maintainer'"
+trailer=$(zcat "$doc/changelog.Debian.gz" | sed -n 's/^ -- \(.*>\)  .*/\1/p' | sed -n 1p)
+[[ $trailer == "$maintainer" ]] || fail "changelog signed by '$trailer', not '$maintainer'"
+version=$(sed -n 's/^Version: //p' "$ctl/control")
+zcat "$doc/changelog.Debian.gz" | sed -n 1p | grep -F "mcp-reaper ($version)" >/dev/null ||
+    fail "changelog's first entry is not version $version"
+grep -qxF " -- $maintainer" "$doc/README.Debian" || fail "README.Debian is not signed by '$maintainer'"
+grep -qxF "Upstream-Contact: $maintainer" "$doc/copyright" || fail "copyright's Upstream-Contact is not '$maintainer'"
+grep -qF "$maintainer" packaging/rpm/mcp-reaper.spec || fail "the RPM spec's changelog is not by '$maintainer'"
+# DEP-5, with both licenses of "MIT OR Apache-2.0".
+head -n 1 "$doc/copyright" | grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+    fail "copyright is not DEP-5"
+for l in MIT Apache-2.0; do
+    grep -qx "License: $l" "$doc/copyright" || fail "copyright lacks the $l license text"
+done
+grep -q 'mode = "dry-run"' "$doc/README.Debian" || fail "README.Debian lacks the dry-run-first recipe"
+
+# ---- lintian: no error, no warning ----------------------------------------------
+if ! command -v lintian >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "check-deb: installing lintian"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null ||
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null; } ||
+        true
+fi
+if command -v lintian >/dev/null 2>&1; then
+    # Errors and warnings fail; info and pedantic tags are printed only.
+    if lint=$(lintian --fail-on error,warning --display-info "$deb" 2>&1); then
+        echo "check-deb: lintian: no errors or warnings"
+    else
+        fail "lintian found errors or warnings"
+    fi
+    [[ -z $lint ]] || sed 's/^/    /' <<<"$lint"
+else
+    fail "lintian is not installed (apt-get install lintian)"
+fi
 for u in mcp-reaper.service mcp-reaper-once.service mcp-reaper-once.timer; do
     cmp -s "$root/usr/lib/systemd/system/$u" "systemd/$u" || fail "packaged $u differs from systemd/$u"
 done

@@ -6,6 +6,9 @@
 use crate::cycle::AssessError;
 
 pub const OK: u8 = 0;
+/// `reaperctl scan --exit-code`: a tree would be reaped now (as `git diff
+/// --exit-code` says 1 for "there are differences").
+pub const WOULD_REAP: u8 = 1;
 /// Command line usage error.
 pub const USAGE: u8 = 64;
 /// Service unavailable (the daemon is not running).
@@ -18,6 +21,8 @@ pub const OSERR: u8 = 71;
 pub const OSFILE: u8 = 72;
 /// Cannot create or write an output file.
 pub const CANTCREAT: u8 = 73;
+/// An input/output error (stdout failed other than by its reader leaving).
+pub const IOERR: u8 = 74;
 /// The daemon did not understand the request (a protocol mismatch).
 pub const PROTOCOL: u8 = 76;
 /// Permission denied.
@@ -37,4 +42,40 @@ pub fn assess(e: &AssessError) -> u8 {
         AssessError::ScopeNotFound(_) => USAGE,
         AssessError::Scan(_) => OSFILE,
     }
+}
+
+/// The command line, parsed, or the exit code for the text clap printed:
+/// 0 after `--help` and `--version`, [`USAGE`] (64, as documented) for
+/// every argument error (clap's own default would be 2).
+pub fn parse_args<P: clap::Parser>() -> Result<P, std::process::ExitCode> {
+    parse_args_from(std::env::args_os())
+}
+
+/// [`parse_args`] from a given argv.
+pub fn parse_args_from<P, I, T>(argv: I) -> Result<P, std::process::ExitCode>
+where
+    P: clap::Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    P::try_parse_from(argv).map_err(|e| {
+        // A reader gone away is no reason to fail `--help | head -1`.
+        let _ = e.print();
+        std::process::ExitCode::from(if e.use_stderr() { USAGE } else { OK })
+    })
+}
+
+/// The exit code when stdout fails: its reader gone away (`| head -1`) is a
+/// quiet end, [`OK`]; anything else (a full disk) is [`IOERR`].
+pub fn stdout_error(e: &std::io::Error) -> u8 {
+    if e.kind() == std::io::ErrorKind::BrokenPipe { OK } else { IOERR }
+}
+
+/// This program's name for its messages (`reaperctl`, `mcp-reaperd`).
+pub fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "mcp-reaper".into())
 }

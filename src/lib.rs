@@ -39,6 +39,7 @@ pub mod role;
 pub mod scan;
 pub mod session;
 pub(crate) mod state;
+pub(crate) mod stdout;
 pub mod sys;
 pub(crate) mod tree;
 pub(crate) mod userfile;

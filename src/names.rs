@@ -78,7 +78,7 @@ pub fn printable_json(json: &str) -> Cow<'_, str> {
 /// print for a person.
 #[macro_export]
 macro_rules! say {
-    ($($arg:tt)*) => { println!("{}", $crate::names::printable_lines(&format!($($arg)*))) };
+    ($($arg:tt)*) => { $crate::stdout::print(&($crate::names::printable_lines(&format!($($arg)*)) + "\n")) };
 }
 
 /// `eprintln!` through [`printable_lines`]: messages and errors on stderr.

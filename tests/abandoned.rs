@@ -89,7 +89,7 @@ fn scan_until(sb: &Sandbox, cfg: &Path, root: i32, verdict: &str) -> Value {
 
 fn scan_until_in(net: Net, sb: &Sandbox, cfg: &Path, root: i32, verdict: &str) -> Value {
     let mut last = Value::Null;
-    let ok = wait_until(Duration::from_secs(10), || {
+    let ok = wait_until(Duration::from_secs(60), || {
         last = scan_in(net, sb, cfg);
         last["trees"].as_array().unwrap().iter().any(|t| t["root"] == root && t["verdict"] == verdict)
     });
@@ -147,7 +147,7 @@ fn abandoned_is_reaped_after_grace(socket: bool, net: Net) {
     assert_eq!(o.len(), 1, "{v:#}\n{}", text(&out.stderr));
     assert_eq!(o[0]["verdict"], "abandoned", "{v:#}");
     assert_eq!(o[0]["root"]["pid"], gone, "{v:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(gone)), "the abandoned server survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(gone)), "the abandoned server survived");
     sb.assert_alive(&[host, kept, fetch, sb.scope_pid()]);
     assert!(text(&out.stderr).contains(&format!("reaped abandoned tree root={gone}")), "{}", text(&out.stderr));
 }
@@ -229,7 +229,7 @@ fn write_end_leaked_into_a_helper_keeps_the_server_and_is_reported() {
     assert_eq!(ppid_of(helper), Some(host), "the helper is the host's child");
     let cfg = sb.dir().config(0, "");
     let mut last = Value::Null;
-    let reported = wait_until(Duration::from_secs(10), || {
+    let reported = wait_until(Duration::from_secs(60), || {
         last = scan(&sb, &cfg);
         tree_rooted_at(&last, server)["reason"].as_str().unwrap().contains("leaked write end")
     });
@@ -248,7 +248,7 @@ fn write_end_leaked_into_a_helper_keeps_the_server_and_is_reported() {
 fn adopted_host(host: Spec) -> Sandbox {
     let sb = Sandbox::new(vec![Spec::new(WRAPPER).exit_after_spawn().child(host.child(Spec::new(PIPE_SERVER)))]);
     let h = sb.pid_of("claude");
-    assert!(wait_until(Duration::from_secs(10), || ppid_of(h) == Some(sb.scope_pid())), "host {h} was not adopted");
+    assert!(wait_until(Duration::from_secs(60), || ppid_of(h) == Some(sb.scope_pid())), "host {h} was not adopted");
     sb
 }
 
@@ -274,7 +274,7 @@ fn reaped_as_stale(v: &Value, host: i32, server: i32) {
     let o = v["outcomes"].as_array().unwrap();
     assert_eq!(o.len(), 1, "{v:#}");
     assert_eq!(o[0]["verdict"], "stale", "{v:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(host) && !alive(server)), "host and server survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(host) && !alive(server)), "host and server survived");
 }
 
 #[test]
@@ -361,10 +361,10 @@ fn daemon_reaps_the_abandoned_server_and_reports_duplicates_in_status_and_metric
     let (host, gone) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
     let cfg = sb.dir().config_with(0, "interval_secs = 1", "");
     let d = common::Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &common::Launch::default());
-    let st = d.status_until(Duration::from_secs(20), "the abandoned server is reaped", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the abandoned server is reaped", |st| {
         st["recent"].as_array().is_some_and(|r| r.iter().any(|e| e["root"] == gone && e["verdict"] == "abandoned"))
     });
-    assert!(wait_until(Duration::from_secs(10), || !alive(gone)), "the abandoned server survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(gone)), "the abandoned server survived");
     sb.assert_alive(&[host]);
     let others: Vec<i32> =
         sb.ready().iter().filter(|r| r.cmd == OTHER_SERVER.join(" ")).map(|r| r.pid).collect::<Vec<_>>();
@@ -404,13 +404,17 @@ fn take_from_stdin(pid: i32) -> Vec<u8> {
 
 #[test]
 fn looking_at_a_stdin_pipe_never_takes_what_waits_in_it() {
-    let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(Spec::new(PIPE_SERVER).close_stdin_after(1500))]);
+    let cue_dir = common::TempDir::new("stdin-cue");
+    let cue = cue_dir.path().join("close");
+    let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(Spec::new(PIPE_SERVER).close_stdin_when(&cue))]);
     let server = sb.pid_of(&PIPE_SERVER.join(" "));
     write_into_stdin(server, b"{\"jsonrpc\":\"2.0\"}\n");
     let cfg = sb.dir().config(600, "");
-    // Looked at while the host holds the write end, then after it closed it.
+    // Looked at while the host holds the write end, then after it closed it
+    // (on the test's cue, however long the first scan took).
     let v = scan(&sb, &cfg);
     assert_eq!(tree_rooted_at(&v, server)["verdict"], "live", "{v:#}");
+    std::fs::write(&cue, "").unwrap();
     let v = scan_until(&sb, &cfg, server, "young");
     assert!(tree_rooted_at(&v, server)["reason"].as_str().unwrap().contains("stdin closed by"), "{v:#}");
     scan(&sb, &cfg);

@@ -360,7 +360,7 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         // Our processes are killed by now (the sandbox is dropped first);
         // anything still here goes back to the root cgroup it came from.
-        let ok = wait_until(Duration::from_secs(5), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             for p in self.procs() {
                 let _ = std::fs::write(self.mount.join("cgroup.procs"), p.to_string());
             }

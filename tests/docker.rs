@@ -65,22 +65,7 @@ impl Engine {
         };
         let busybox = busybox(test)?;
         let dir = TempDir::new("dockerd");
-        let sock = dir.path().join("d.sock");
-        let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the dockerd log");
-        let dockerd = Command::new(dockerd)
-            .args(["--iptables=false", "--bridge=none", "--data-root"])
-            .arg(dir.path().join("data"))
-            .arg("--exec-root")
-            .arg(dir.path().join("exec"))
-            .arg("-H")
-            .arg(format!("unix://{}", sock.display()))
-            .arg("--pidfile")
-            .arg(dir.path().join("dockerd.pid"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("dup of the log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawning dockerd");
+        let (dockerd, sock) = common::spawn_dockerd(&dockerd, &dir);
         Engine { dockerd, docker, podman: false, sock, dir }.up(test, &busybox)
     }
 
@@ -225,7 +210,7 @@ impl Drop for Engine {
             let _ = self.docker(&["rm", "-f", id]);
         }
         self.signal(Signal::TERM);
-        if !wait_until(Duration::from_secs(30), || !matches!(self.dockerd.try_wait(), Ok(None))) {
+        if !wait_until(Duration::from_secs(60), || !matches!(self.dockerd.try_wait(), Ok(None))) {
             let _ = self.dockerd.kill();
         }
         let _ = self.dockerd.wait();
@@ -327,7 +312,7 @@ fn docker_run_servers_have_their_container_stopped_and_nothing_else() {
     assert_eq!(c["ended"], "killed", "{o:#}");
     assert_eq!(c["removed"], true, "{o:#}");
     assert!(c["memory_bytes"].as_u64().is_some_and(|m| m > 0), "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client_a)), "client {client_a} survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(client_a)), "client {client_a} survived");
     assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
     // Untouched: the detached container, the live host, its client and container.
     assert!(e.running(&detached), "the -d container was touched");
@@ -372,7 +357,7 @@ fn twins_are_left_alone(e: &Engine, others: &[&str]) {
         assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
     }
     for c in &clients {
-        assert!(wait_until(Duration::from_secs(10), || !alive(*c)), "client {c} survived");
+        assert!(wait_until(Duration::from_secs(60), || !alive(*c)), "client {c} survived");
     }
     for id in &twins {
         assert!(e.running(id), "container {id} was stopped though it could not be told apart");
@@ -399,7 +384,7 @@ fn orphaned_client_has_its_container_killed(e: &Engine, tag: &str, client: Spec)
     let c = &o["containers"][0];
     assert_eq!(c["id"], stubborn.as_str(), "{o:#}");
     assert_eq!(c["ended"], "killed", "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(client)), "client {client} survived");
     assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
     o
 }
@@ -493,11 +478,11 @@ fn the_daemon_counts_containers(e: &Engine) {
     let containers = format!("[containers]\nengine_sockets = [{:?}]\n", e.sock.display().to_string());
     let cfg = sb.dir().config_with(0, "term_timeout_secs = 1\ninterval_secs = 1", &containers);
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
-    d.status_until(Duration::from_secs(20), "the live tree is seen", |st| {
+    d.status_until(Duration::from_secs(60), "the live tree is seen", |st| {
         st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == client_f && t["verdict"] == "live"))
     });
     sb.kill_host(host_f);
-    let st = d.status_until(Duration::from_secs(30), "the container is counted", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the container is counted", |st| {
         st["totals"]["containers_stopped"].as_u64().unwrap_or(0) >= 1
     });
     let ev =
@@ -530,7 +515,7 @@ fn a_frozen_engine_costs_the_container_not_the_client(e: &Engine) {
     assert!(reason.contains(&format!("container of client {client_c} not stopped")), "{o:#}");
     assert!(reason.contains("no answer within 2.0 s"), "{o:#}");
     assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client_c)), "client {client_c} survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(client_c)), "client {client_c} survived");
     assert!(e.running(&frozen), "nothing may have reached the frozen engine");
 }
 
@@ -554,7 +539,7 @@ fn podman_run_servers_have_their_container_stopped() {
     assert_eq!((c["id"].as_str(), c["name"].as_str()), (Some(stubborn.as_str()), Some(name.as_str())), "{o:#}");
     assert_eq!(c["ended"], "killed", "{o:#}");
     assert_eq!(c["removed"], true, "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(client)), "client {client} survived");
     assert!(e.inspect(&stubborn).is_none(), "container {stubborn} still exists");
 
     // Podman's compatible API shows no attach flags: its own API's record of
@@ -574,7 +559,7 @@ fn podman_run_servers_have_their_container_stopped() {
     let why = format!("container of client {client} not stopped: the engine says t14-pd was started detached (-d)");
     assert!(o["reason"].as_str().unwrap().contains(&why), "{o:#}");
     assert!(e.running("t14-pd"), "the detached container was touched");
-    assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(client)), "client {client} survived");
     drop(sb);
     let _ = e.docker(&["rm", "-f", "-t", "0", "t14-pd"]);
     docker_clients_of_podman_are_served_too(&e);
@@ -624,6 +609,6 @@ fn clients_of_a_remote_engine_are_reaped_and_their_reason_says_why() {
         let reason = o["reason"].as_str().unwrap();
         assert!(reason.contains(&format!("container of client {client} not stopped: {why}")), "{o:#}");
         assert_eq!(o["containers"][0]["ended"], "not_stopped", "{o:#}");
-        assert!(wait_until(Duration::from_secs(10), || !alive(client)), "client {client} survived");
+        assert!(wait_until(Duration::from_secs(60), || !alive(client)), "client {client} survived");
     }
 }

@@ -241,8 +241,54 @@ fn config_man() -> Vec<u8> {
 
 fn completion(cmd: clap::Command, name: &str, shell: Shell) -> Vec<u8> {
     let mut cmd = cmd;
+    let hidden = hidden_longs(&cmd);
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, name, &mut out);
+    strip_options(&String::from_utf8(out).unwrap(), &hidden).into_bytes()
+}
+
+/// The long options hidden from help (`--proc-root`, for tests), in any
+/// subcommand: `clap_complete` offers them all the same.
+fn hidden_longs(cmd: &clap::Command) -> Vec<String> {
+    let mut out: Vec<String> =
+        cmd.get_arguments().filter(|a| a.is_hide_set()).filter_map(|a| a.get_long().map(str::to_string)).collect();
+    for sub in cmd.get_subcommands() {
+        out.extend(hidden_longs(sub));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A completion script without the options `longs`: bash's word lists and
+/// `--x)` case arms, zsh's and fish's one line per option.
+fn strip_options(text: &str, longs: &[String]) -> String {
+    let mut out = String::new();
+    let mut skip_arm = false;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if skip_arm {
+            skip_arm = t != ";;";
+            continue;
+        }
+        let mut line = line.to_string();
+        for l in longs {
+            let opt = format!("--{l}");
+            if t == format!("{opt})") {
+                skip_arm = true;
+            }
+            if t.starts_with(&format!("'{opt}="))
+                || t.starts_with(&format!("'{opt}["))
+                || t.contains(&format!(" -l {l} "))
+            {
+                line.clear();
+            }
+            line = line.replace(&format!(" {opt} "), " ").replace(&format!(" {opt}\""), "\"");
+        }
+        if !skip_arm {
+            out.push_str(&line);
+        }
+    }
     out
 }
 

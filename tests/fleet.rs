@@ -136,7 +136,6 @@ impl Engine {
     /// `None` (the skip printed) when not root, without docker and dockerd,
     /// or when it does not come up.
     fn start(test: &str) -> Option<Engine> {
-        use std::process::{Command, Stdio};
         if !common::is_root() {
             common::skip(test, "needs root (runs a dockerd of its own, and the reaper as root in it)");
             return None;
@@ -146,22 +145,7 @@ impl Engine {
             return None;
         };
         let dir = common::TempDir::new("fleet-dockerd");
-        let sock = dir.path().join("d.sock");
-        let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the dockerd log");
-        let dockerd = Command::new(dockerd)
-            .args(["--iptables=false", "--bridge=none", "--data-root"])
-            .arg(dir.path().join("data"))
-            .arg("--exec-root")
-            .arg(dir.path().join("exec"))
-            .arg("-H")
-            .arg(format!("unix://{}", sock.display()))
-            .arg("--pidfile")
-            .arg(dir.path().join("dockerd.pid"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("dup of the log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawning dockerd");
+        let (dockerd, sock) = common::spawn_dockerd(&dockerd, &dir);
         let mut e = Engine { dockerd, docker, sock, dir };
         let up = wait_until(Duration::from_secs(60), || {
             matches!(e.dockerd.try_wait(), Ok(None)) && e.docker(&["version"]).status.success()
@@ -398,17 +382,7 @@ impl PidNamespace {
 
     /// Outer pid of the one process inside whose command line starts with `prefix`.
     fn pid_of(&self, prefix: &str) -> i32 {
-        let hits: Vec<i32> = common::descendants_of(self.scope())
-            .into_iter()
-            .filter(|&p| {
-                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-                String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix)
-            })
-            .collect();
-        match hits.as_slice() {
-            [one] => *one,
-            _ => panic!("expected one process starting with {prefix:?} below {}: {hits:?}", self.scope()),
-        }
+        common::one_below(self.scope(), prefix)
     }
 }
 

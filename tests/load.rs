@@ -202,6 +202,6 @@ fn hundred_orphan_trees_are_reaped_in_about_one_timeout_with_correct_memory_acco
         worst_diff * 100.0
     );
     // Machines are noisy: only a generous bound on the wall time.
-    let bound = Duration::from_secs_f64(3.0 * TERM_TIMEOUT_SECS + 5.0);
+    let bound = Duration::from_secs_f64(3.0 * TERM_TIMEOUT_SECS + 60.0);
     assert!(elapsed < bound, "mcp-reaperd --once took {elapsed:?} for {TREES} trees (bound {bound:?})");
 }

@@ -37,13 +37,13 @@ const INSIDE: &str = r#"
 "$REAPERD" --log-target stderr --config "$CFG" --socket "$SOCK" 2>"$DLOG" & d=$!
 n=0
 until grep -q "events=" "$DLOG"; do
-  n=$((n + 1)); if [ $n -gt 1000 ]; then echo "no start line" >&2; kill $d; exit 3; fi; sleep 0.01
+  n=$((n + 1)); if [ $n -gt 3000 ]; then echo "no start line" >&2; kill $d; exit 3; fi; sleep 0.01
 done
 # The host is this shell's child, named as the real one: bash's `exec -a`.
 FAKEPROC="$SPEC_HOST" bash -c 'exec -a claude "$0" --resume' "$FP" </dev/null >/dev/null 2>>"$LOG" & h=$!
 n=0
 while [ "$(wc -l < "$FAKEPROC_READY")" -lt "$TOTAL" ]; do
-  n=$((n + 1)); if [ $n -gt 1000 ]; then echo "not ready" >&2; kill $d; exit 3; fi; sleep 0.01
+  n=$((n + 1)); if [ $n -gt 3000 ]; then echo "not ready" >&2; kill $d; exit 3; fi; sleep 0.01
 done
 servers=$(awk -v h=$h '$1 != h { print $1 }' "$FAKEPROC_READY")
 sleep 0.5
@@ -57,7 +57,7 @@ while :; do
     case "$st" in ""|Z|X) ;; *) left=1 ;; esac
   done
   [ $left = 0 ] && break
-  n=$((n + 1)); if [ $n -gt 1000 ]; then echo "servers outlived their host by 10 s" >&2; break; fi
+  n=$((n + 1)); if [ $n -gt 2000 ]; then echo "servers outlived their host by 20 s" >&2; break; fi
   sleep 0.01
 done
 echo "gone_ms $(( ($(date +%s%N) - t0) / 1000000 ))"
@@ -142,7 +142,7 @@ impl Container {
             .expect("spawning unshare");
         let c = Container { unshare, dir };
         let total = init.count();
-        let ok = wait_until(Duration::from_secs(10), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             std::fs::read_to_string(&ready).unwrap_or_default().lines().count() >= total
         });
         assert!(ok, "the namespace's processes did not get ready: {:?}", std::fs::read_to_string(&ready));
@@ -156,17 +156,7 @@ impl Container {
     /// Outer pid of the one process inside whose command line starts with
     /// `prefix` (the ready file has the pids inside the namespace).
     fn pid_of(&self, prefix: &str) -> i32 {
-        let hits: Vec<i32> = descendants_of(self.scope())
-            .into_iter()
-            .filter(|&p| {
-                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-                String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix)
-            })
-            .collect();
-        match hits.as_slice() {
-            [one] => *one,
-            _ => panic!("expected one process starting with {prefix:?} below {}: {hits:?}", self.scope()),
-        }
+        common::one_below(self.scope(), prefix)
     }
 }
 
@@ -208,7 +198,7 @@ fn a_containers_orphans_are_reaped_from_outside_only_when_asked() {
     let (tsc, github) = (c.pid_of("node /home/u/src"), c.pid_of(GITHUB_STDIO[0]));
     sigkill(host);
     assert!(
-        wait_until(Duration::from_secs(10), || common::ppid_of(npm) == Some(pid1)),
+        wait_until(Duration::from_secs(60), || common::ppid_of(npm) == Some(pid1)),
         "the host's server was not adopted by the namespace's PID 1"
     );
 
@@ -231,7 +221,7 @@ fn a_containers_orphans_are_reaped_from_outside_only_when_asked() {
     let o = &list(&v, "outcomes")[0];
     assert_eq!(o["verdict"], "orphan", "{o:#}");
     assert!(o["reason"].as_str().unwrap().contains("PID 1 of its PID namespace"), "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(npm) && !alive(node)), "the orphan survived: {v:#}");
+    assert!(wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)), "the orphan survived: {v:#}");
     for p in [pid1, tsc, github] {
         assert!(alive(p), "{p} must live: {v:#}");
     }

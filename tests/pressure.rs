@@ -81,11 +81,11 @@ fn pressure_above_the_threshold_skips_the_grace_with_the_figure() {
     assert_eq!(o["root"]["pid"], npm, "{o:#}");
     assert_eq!(o["verdict"], "orphan", "{o:#}");
     let reason = o["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("memory pressure some avg10=50.0% \u{2265} 10%: grace skipped (3600s of 3600s left)"),
-        "{reason}"
-    );
-    assert!(wait_until(Duration::from_secs(5), || !alive(npm) && !alive(node)), "the orphan survived");
+    // The grace left is counted from the first sighting: a second may pass
+    // on a busy machine before the judgement (3599s of 3600s).
+    assert!(reason.contains("memory pressure some avg10=50.0% \u{2265} 10%: grace skipped ("), "{reason}");
+    assert!(reason.contains("s of 3600s left)"), "{reason}");
+    assert!(wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)), "the orphan survived");
     sb.assert_alive(&[bystander, sb.scope_pid()]);
     assert_eq!(v["memory_pressure"]["some_avg10"], 50.0, "{v:#}");
     assert_eq!(v["memory_pressure"]["above"], true, "{v:#}");
@@ -126,7 +126,7 @@ fn an_unreadable_pressure_file_does_not_stop_the_daemon() {
     std::fs::create_dir(&psi).unwrap();
     let cfg = config(&sb, &psi, "interval_secs = 1");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
-    let st = d.status_until(Duration::from_secs(10), "three scans", |st| st["scans"]["count"].as_u64() >= Some(3));
+    let st = d.status_until(Duration::from_secs(60), "three scans", |st| st["scans"]["count"].as_u64() >= Some(3));
     assert_eq!(st["memory_pressure"]["watch"], "off", "{st:#}");
     assert!(st["memory_pressure"]["note"].as_str().unwrap().contains("cannot read"), "{st:#}");
     assert_eq!(d.count("pressure monitoring is off"), 1, "{}", d.log_text());
@@ -139,15 +139,15 @@ fn the_daemon_reads_a_file_without_trigger_every_cycle_and_reaps_when_it_rises()
     let psi = sb.dir().write("memory.pressure", psi_text("1.00"));
     let cfg = config(&sb, &psi, "interval_secs = 1");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
-    let st = d.status_until(Duration::from_secs(10), "the orphan is young", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the orphan is young", |st| {
         st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == npm && t["verdict"] == "young"))
     });
     assert_eq!(st["memory_pressure"]["watch"], "each-cycle", "{st:#}");
     assert_eq!(st["memory_pressure"]["some_avg10"], 1.0, "{st:#}");
     sb.assert_alive(&[npm, node]);
     std::fs::write(&psi, psi_text("23.45")).unwrap();
-    assert!(wait_until(Duration::from_secs(10), || !alive(npm) && !alive(node)), "not reaped:\n{}", d.log_text());
-    let st = d.status_until(Duration::from_secs(5), "the reap is counted", |st| {
+    assert!(wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)), "not reaped:\n{}", d.log_text());
+    let st = d.status_until(Duration::from_secs(60), "the reap is counted", |st| {
         st["totals"]["trees_reaped"].as_u64() >= Some(1)
     });
     let ev = &st["recent"][0];
@@ -172,7 +172,7 @@ fn the_daemon_watches_the_kernels_pressure() {
     // The embedded default's file and threshold: /proc/pressure/memory, 10 %.
     let cfg = config_pressure(&sb, "interval_secs = 1", "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
-    let st = d.status_until(Duration::from_secs(10), "a pressure figure", |st| {
+    let st = d.status_until(Duration::from_secs(60), "a pressure figure", |st| {
         st["memory_pressure"]["some_avg10"].is_number()
     });
     let p = &st["memory_pressure"];
@@ -287,7 +287,7 @@ impl Drop for Thrash {
             let _ = child.wait();
         }
         let procs = self.dir.join("cgroup.procs");
-        wait_until(Duration::from_secs(10), || std::fs::read_to_string(&procs).is_ok_and(|t| t.trim().is_empty()));
+        wait_until(Duration::from_secs(60), || std::fs::read_to_string(&procs).is_ok_and(|t| t.trim().is_empty()));
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
@@ -311,9 +311,18 @@ fn the_psi_trigger_wakes_the_daemon_to_cut_a_grace_short() {
     let keys = format!("some_avg10_percent = {THRESHOLD}\npath = {:?}\n", thrash.psi.display().to_string());
     let cfg = config_pressure(&sb, "interval_secs = 3600", &keys);
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--no-events"]));
-    let st = d.status_until(Duration::from_secs(10), "the orphan is young", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the orphan is young", |st| {
         st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == npm && t["verdict"] == "young"))
+            || st["totals"]["trees_reaped"].as_u64() >= Some(1)
     });
+    if st["totals"]["trees_reaped"].as_u64() >= Some(1) {
+        // The machine's own pressure crossed the threshold first (a busy
+        // machine): the trigger this test arms could not be what reaped.
+        return skip(
+            TEST,
+            &format!("the machine's own memory pressure cut the grace first: {}", st["memory_pressure"]),
+        );
+    }
     if st["memory_pressure"]["watch"] != "trigger" {
         return skip(TEST, &format!("no PSI trigger on {}: {}", thrash.psi.display(), st["memory_pressure"]));
     }
@@ -324,7 +333,7 @@ fn the_psi_trigger_wakes_the_daemon_to_cut_a_grace_short() {
         d.status(),
         d.log_text()
     );
-    let st = d.status_until(Duration::from_secs(5), "the reap is counted", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the reap is counted", |st| {
         st["totals"]["trees_reaped"].as_u64() >= Some(1)
     });
     assert!(st["memory_pressure"]["triggers"].as_u64() >= Some(1), "{st:#}");

@@ -91,7 +91,7 @@ impl Wrapped {
     /// `(pid, argv)` of every stand-in that reported ready, once `n` have.
     fn wait_ready(&self, n: usize) -> Vec<(i32, String)> {
         let mut lines = Vec::new();
-        let ok = wait_until(Duration::from_secs(10), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             lines = self.ready();
             lines.len() >= n
         });
@@ -302,7 +302,7 @@ fn sigint_to_the_wrapper_reaches_the_host() {
 fn start_and_settle(cfg: &Path, args: &[&str], host: &Spec, dir: TempDir) -> (Wrapped, bool) {
     let mut w = Wrapped::start(cfg, args, host, dir);
     let settled =
-        wait_until(Duration::from_secs(20), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
+        wait_until(Duration::from_secs(60), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
     assert!(settled, "neither ready nor exited");
     let ready = !w.ready().is_empty();
     (w, ready)
@@ -405,7 +405,7 @@ fn memory_max_on_cgroup_v1_alone() {
     let args = ["--grace", "0", "--memory-max", "48M"];
     let mut w = Wrapped::start_prefixed(&pre, &cfg, &args, fakeproc_path(), &Spec::new(&["claude"]), dir);
     let settled =
-        wait_until(Duration::from_secs(20), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
+        wait_until(Duration::from_secs(60), || !w.ready().is_empty() || w.child.try_wait().is_ok_and(|s| s.is_some()));
     assert!(settled && !w.ready().is_empty(), "the host did not start: {:?}", w.finish());
     let host = w.ready()[0].0;
     let cg = std::fs::read_to_string(format!("/proc/{host}/cgroup")).unwrap();
@@ -462,7 +462,7 @@ fn a_leftover_that_keeps_changing_its_pid_is_ended_by_cgroup_kill() {
             .filter(|&p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"pid-hopper")))
             .count()
     };
-    assert!(wait_until(Duration::from_secs(10), || hoppers() > 0), "the hopper did not start");
+    assert!(wait_until(Duration::from_secs(60), || hoppers() > 0), "the hopper did not start");
     w.signal(Signal::TERM);
     let (st, err) = w.finish();
     assert_eq!(st.code(), Some(128 + 15), "{err}");
@@ -479,7 +479,7 @@ fn scan_names_a_leftover_an_orphan_of_its_session() {
     let mut w = Wrapped::start(&cfg, &["--grace", "60"], &forking_host(), dir);
     w.wait_ready(5);
     let daemonized = w.pid_of("node /x/daemon");
-    assert!(wait_until(Duration::from_secs(10), || common::ppid_of(daemonized) == Some(w.pid())));
+    assert!(wait_until(Duration::from_secs(60), || common::ppid_of(daemonized) == Some(w.pid())));
     let v = common::scan_json(&cfg, &["--scope", &s(w.pid())]);
     let t = common::tree_rooted_at(&v, daemonized);
     // stdio on /dev/null would make it "detached" anywhere else.
@@ -527,7 +527,7 @@ fn status_lists_run_sessions() {
     let host = w.pid_of("claude");
     // Scoped to the wrapper, and signalling nothing.
     let d = Daemon::start_in(w.pid(), &cfg, w.dir.path(), &Launch::with_args(&["--dry-run"]));
-    let st = d.status_until(Duration::from_secs(10), "the session listed", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the session listed", |st| {
         st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == w.pid()))
     });
     let r = st["run_sessions"].as_array().unwrap().iter().find(|r| r["wrapper_pid"] == w.pid()).unwrap().clone();
@@ -620,7 +620,7 @@ fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
         sb.kill_host(p);
     }
     assert!(
-        wait_until(Duration::from_secs(10), || dirs_a.iter().all(|d| holds_no_process(d))),
+        wait_until(Duration::from_secs(60), || dirs_a.iter().all(|d| holds_no_process(d))),
         "session A's cgroups still hold processes: {dirs_a:?}"
     );
     assert!(dirs_a.iter().chain(&dirs_b).all(|d| d.is_dir()), "the killed wrappers' cgroups are there");
@@ -655,10 +655,10 @@ fn cgroups_of_a_killed_wrapper_are_removed_once_empty() {
     let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root"]["pid"] == server).expect("the server reaped");
     assert_eq!(o["verdict"], "orphan", "{o:#}");
     assert!(o["reason"].as_str().unwrap().contains(&format!("mcp-reaper-run-{wrapper_b}")), "{o:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the server survived");
+    assert!(wait_until(Duration::from_secs(60), || !alive(server)), "the server survived");
 
     // Now B is empty too: the next run removes it.
-    assert!(wait_until(Duration::from_secs(10), || dirs_b.iter().all(|d| holds_no_process(d))));
+    assert!(wait_until(Duration::from_secs(60), || dirs_b.iter().all(|d| holds_no_process(d))));
     let v = common::once_json(sb.scope_pid(), &cfg);
     assert!(dirs_b.iter().all(|d| !d.exists()), "B's cgroups were not removed: {v:#}");
     sb.assert_alive(&[sb.scope_pid()]);
@@ -712,7 +712,7 @@ fn status_lists_run_sessions_from_the_proc_root() {
     // for signalling, let alone signalled.
     let how = Launch::with_args(&["--dry-run", "--no-events", "--proc-root", root.to_str().unwrap()]);
     let d = Daemon::start_in(wrapper, &cfg, dir.path(), &how);
-    let st = d.status_until(Duration::from_secs(10), "the fake session listed", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the fake session listed", |st| {
         st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == wrapper))
     });
     let r = st["run_sessions"].as_array().unwrap().iter().find(|r| r["wrapper_pid"] == wrapper).unwrap().clone();
@@ -744,12 +744,12 @@ fn the_daemon_removes_cgroups_of_a_killed_wrapper() {
     };
     sb.kill_host(wrapper);
     sb.kill_host(host);
-    assert!(wait_until(Duration::from_secs(10), || dirs.iter().all(|d| holds_no_process(d))));
+    assert!(wait_until(Duration::from_secs(60), || dirs.iter().all(|d| holds_no_process(d))));
     assert!(dirs.iter().all(|d| d.is_dir()));
     wait_old(&dirs);
     let d = Daemon::start_in(sb.scope_pid(), &cfg, dir.path(), &Launch::default());
     assert!(
-        wait_until(Duration::from_secs(20), || dirs.iter().all(|d| !d.exists())),
+        wait_until(Duration::from_secs(60), || dirs.iter().all(|d| !d.exists())),
         "the daemon left {dirs:?}:\n{}",
         d.log_text()
     );

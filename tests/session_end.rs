@@ -20,7 +20,7 @@ const HOOK_INPUT: &str = r#"{"session_id":"8f2c","transcript_path":"/tmp/t.jsonl
 /// The report a stand-in host wrote for its hook, once it did.
 fn hook_report(path: &Path) -> Value {
     assert!(
-        wait_until(Duration::from_secs(20), || std::fs::read(path).is_ok_and(|b| !b.is_empty())),
+        wait_until(Duration::from_secs(60), || std::fs::read(path).is_ok_and(|b| !b.is_empty())),
         "the hook did not finish within 20 s"
     );
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -60,7 +60,7 @@ fn trees_of_a_host_that_ended_its_session_go_as_soon_as_it_exits() {
         (sb.pid_of("claude --resume"), sb.pid_of("npm exec @playwright/mcp@ending"), sb.pid_of("node /x/ending"));
     let (host2, npm2, node2) =
         (sb.pid_of("claude --continue"), sb.pid_of("npm exec @playwright/mcp@other"), sb.pid_of("node /x/other"));
-    d.status_until(Duration::from_secs(10), "both trees live", |st| {
+    d.status_until(Duration::from_secs(60), "both trees live", |st| {
         [npm, npm2].iter().all(|&r| {
             st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == r && t["verdict"] == "live"))
         })
@@ -79,7 +79,7 @@ fn trees_of_a_host_that_ended_its_session_go_as_soon_as_it_exits() {
     assert_eq!(r["stdout"], "", "a hook's stdout is the host's to parse: {r:#}");
 
     // The status shows the host as ending, with its tree; not the other.
-    let st = d.status_until(Duration::from_secs(10), "the ending host listed with its tree", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the ending host listed with its tree", |st| {
         st["session_ends"].as_array().is_some_and(|e| e.iter().any(|e| e["host_pid"] == host && e["trees"] == 1))
     });
     let ends = st["session_ends"].as_array().unwrap();
@@ -95,16 +95,16 @@ fn trees_of_a_host_that_ended_its_session_go_as_soon_as_it_exits() {
     sb.kill_host(host);
     sb.kill_host(host2);
     assert!(
-        wait_until(Duration::from_secs(20), || !alive(npm) && !alive(node)),
+        wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)),
         "the ended host's tree was not reaped:\n{}",
         d.log_text()
     );
     // Gone from the status with the host.
-    d.status_until(Duration::from_secs(20), "the ended host no longer listed", |st| {
+    d.status_until(Duration::from_secs(60), "the ended host no longer listed", |st| {
         st["session_ends"].as_array().is_some_and(Vec::is_empty)
     });
     // The other host's orphans wait out their grace as usual.
-    let st = d.status_until(Duration::from_secs(20), "the other host's tree judged young", |st| {
+    let st = d.status_until(Duration::from_secs(60), "the other host's tree judged young", |st| {
         st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == npm2 && t["verdict"] == "young"))
     });
     sb.assert_alive(&[npm2, node2]);

@@ -151,13 +151,13 @@ impl Systemd {
             .expect("spawning unshare");
         let mut sd = Systemd { pid: 0, unshare, cgroups, dir };
         let unshare_pid = sd.unshare.id().cast_signed();
-        let found = wait_until(Duration::from_secs(20), || {
+        let found = wait_until(Duration::from_secs(60), || {
             sd.pid = common::descendants_of(unshare_pid).into_iter().find(|&p| comm(p) == "systemd").unwrap_or(0);
             sd.pid != 0
         });
         assert!(found, "systemd did not start");
         let mut state = String::new();
-        let up = wait_until(Duration::from_secs(30), || {
+        let up = wait_until(Duration::from_secs(60), || {
             state = text(&sd.run_as_root("", &["systemctl", "is-system-running"]).stdout).trim().to_string();
             state == "running" || state == "degraded"
         });
@@ -192,7 +192,7 @@ impl Systemd {
         assert!(out.status.success(), "the user manager did not start: {}", text(&out.stderr));
         let socket = format!("/run/user/{USER}/systemd/private");
         let up =
-            wait_until(Duration::from_secs(20), || self.run_as_root("", &["test", "-S", &socket]).status.success());
+            wait_until(Duration::from_secs(60), || self.run_as_root("", &["test", "-S", &socket]).status.success());
         assert!(up, "the user manager's socket did not appear");
     }
 
@@ -235,7 +235,7 @@ impl Drop for Systemd {
         let _ = self.unshare.wait();
         // systemd's cgroups, deepest first, once their processes are gone.
         for d in &self.cgroups {
-            wait_until(Duration::from_secs(10), || remove_tree(d).is_ok());
+            wait_until(Duration::from_secs(60), || remove_tree(d).is_ok());
         }
         let _ = &self.dir;
     }
@@ -344,9 +344,15 @@ fn remove_tree(d: &Path) -> std::io::Result<()> {
     fs::remove_dir(d)
 }
 
-/// Files the stand-ins report to, open to the user too.
+/// Files the stand-ins report to, open to the user too, and the programs
+/// they run, where the user can reach them.
 struct Reports {
     dir: TempDir,
+    /// `reaperctl` and `fakeproc`: the built ones, or, when uid 65534
+    /// cannot reach those (a clone in a 0700 directory such as `/root`),
+    /// links or copies of them in `dir`.
+    reaperctl: String,
+    fakeproc: String,
 }
 
 impl Reports {
@@ -359,7 +365,9 @@ impl Reports {
         }
         let cfg = dir.config_with(0, "term_timeout_secs = 1", "");
         fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
-        Reports { dir }
+        let reaperctl = reachable(&dir, Path::new(REAPERCTL));
+        let fakeproc = reachable(&dir, fakeproc_path());
+        Reports { dir, reaperctl, fakeproc }
     }
 
     fn config(&self) -> PathBuf {
@@ -372,19 +380,36 @@ impl Reports {
 
     /// `reaperctl run ARGS -- fakeproc` with `host` as the spec.
     fn wrap(&self, sd: &Systemd, shell: &str, args: &[&str], host: &Spec) -> Command {
-        let mut argv = vec![REAPERCTL, "--config"];
+        let mut argv = vec![self.reaperctl.as_str(), "--config"];
         let cfg = self.config();
         argv.push(cfg.to_str().unwrap());
         argv.push("run");
         argv.extend_from_slice(args);
         argv.push("--");
-        argv.push(fakeproc_path().to_str().unwrap());
+        argv.push(&self.fakeproc);
         let mut c = sd.command(shell, &argv);
         c.env("FAKEPROC", host.to_json().to_string())
             .env("FAKEPROC_READY", self.dir.path().join("ready"))
             .env("FAKEPROC_NOTES", self.dir.path().join("notes"));
         c
     }
+}
+
+/// `program` as a path any user can run: itself when uid 65534 can reach
+/// it, else a hard link (or, across file systems, a copy) in `dir`'s `bin`.
+fn reachable(dir: &TempDir, program: &Path) -> String {
+    if common::world_executable(program) {
+        return program.to_str().unwrap().to_string();
+    }
+    let bin = dir.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    let to = bin.join(program.file_name().unwrap());
+    if fs::hard_link(program, &to).is_err() {
+        fs::copy(program, &to).unwrap_or_else(|e| panic!("copying {} to {}: {e}", program.display(), to.display()));
+    }
+    fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
+    to.to_str().unwrap().to_string()
 }
 
 /// A host that starts two servers and exits at once: one setsid, one
@@ -410,13 +435,13 @@ fn run_and_end(sd: &Systemd, shell: &str, reports: &Reports) -> (String, Output)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let ok = wait_until(Duration::from_secs(20), || reports.lines("ready").len() >= 4);
+    let ok = wait_until(Duration::from_secs(60), || reports.lines("ready").len() >= 4);
     assert!(ok, "the stand-ins did not start: {:?}", reports.lines("ready"));
     let leftover = *sd.pids_of("node /x/daemon-mcp").first().expect("the daemonized server runs");
     let cgroup = fs::read_to_string(format!("/proc/{leftover}/cgroup")).unwrap();
     let cgroup = cgroup.lines().find_map(|l| l.strip_prefix("0::")).unwrap().to_string();
     // The wrapper, as nsenter's child: SIGTERM cuts its grace short.
-    let wrapper = sd.pids_of(REAPERCTL);
+    let wrapper = sd.pids_of(&reports.reaperctl);
     assert_eq!(wrapper.len(), 1, "one wrapper: {wrapper:?}");
     terminate(wrapper[0]);
     let out = wait_out(&mut child);
@@ -424,7 +449,7 @@ fn run_and_end(sd: &Systemd, shell: &str, reports: &Reports) -> (String, Output)
 }
 
 fn wait_out(child: &mut Child) -> Output {
-    let ok = wait_until(Duration::from_secs(30), || child.try_wait().ok().flatten().is_some());
+    let ok = wait_until(Duration::from_secs(60), || child.try_wait().ok().flatten().is_some());
     assert!(ok, "reaperctl run did not end within 30 s");
     let mut err = Vec::new();
     if let Some(mut e) = child.stderr.take() {
@@ -445,7 +470,7 @@ fn assert_ended(sd: &Systemd, reports: &Reports, cgroup: &str, out: &Output) {
     assert_eq!(reports.lines("ready").len(), 4, "the host ran once");
     // systemd collects the scope once it is empty.
     let name = cgroup.rsplit('/').next().unwrap().to_string();
-    let gone = wait_until(Duration::from_secs(10), || {
+    let gone = wait_until(Duration::from_secs(60), || {
         let o = sd.run_as_root("", &["systemctl", "list-units", "--all", "--no-legend", &name]);
         !text(&o.stdout).contains(&name)
     });
@@ -519,8 +544,8 @@ fn memory_max_in_a_scope_is_applied_or_refused() {
         .spawn()
         .unwrap();
     if controllers.split_whitespace().any(|c| c == "memory") {
-        assert!(wait_until(Duration::from_secs(20), || !reports.lines("ready").is_empty()));
-        let pid = sd.pids_of(fakeproc_path().to_str().unwrap())[0];
+        assert!(wait_until(Duration::from_secs(60), || !reports.lines("ready").is_empty()));
+        let pid = sd.pids_of(&reports.fakeproc)[0];
         let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
         let cg = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
         assert!(is_scope(cg), "{cg}");
@@ -559,12 +584,12 @@ fn memory_max_in_a_scope_on_a_hybrid_machine() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let ran = wait_until(Duration::from_secs(20), || {
+    let ran = wait_until(Duration::from_secs(60), || {
         !reports.lines("ready").is_empty() || child.try_wait().ok().flatten().is_some()
     });
     assert!(ran && !reports.lines("ready").is_empty(), "the host did not run: {}", text(&wait_out(&mut child).stderr));
     // The host's command line is the one the wrapper ran (fakeproc's path).
-    let Some(&pid) = sd.pids_of(fakeproc_path().to_str().unwrap()).first() else {
+    let Some(&pid) = sd.pids_of(&reports.fakeproc).first() else {
         panic!("the host is gone: {}", text(&wait_out(&mut child).stderr));
     };
     let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
@@ -590,10 +615,10 @@ fn scan_attributes_a_leftover_to_its_scope_session() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(wait_until(Duration::from_secs(20), || reports.lines("ready").len() >= 4));
+    assert!(wait_until(Duration::from_secs(60), || reports.lines("ready").len() >= 4));
     let cfg = reports.config();
     // Pids as the namespace sees them: the scan's scope is the wrapper.
-    let wrapper = inner_pid(sd.pids_of(REAPERCTL)[0]);
+    let wrapper = inner_pid(sd.pids_of(&reports.reaperctl)[0]);
     let leftover = inner_pid(sd.pids_of("node /x/daemon-mcp")[0]);
     let out = sd.run_as_root(
         "",
@@ -603,7 +628,7 @@ fn scan_attributes_a_leftover_to_its_scope_session() {
     let t = common::tree_rooted_at(&v, leftover);
     assert_eq!(t["verdict"], "orphan", "{t:#}");
     assert!(t["reason"].as_str().unwrap().contains("`reaperctl run` session"), "{t:#}");
-    terminate(sd.pids_of(REAPERCTL)[0]);
+    terminate(sd.pids_of(&reports.reaperctl)[0]);
     let out = wait_out(&mut child);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
@@ -617,8 +642,8 @@ fn status_lists_a_scope_session() {
     let host = Spec::new(&["claude"]).child(Spec::new(&["npm", "exec", "@playwright/mcp@latest"]));
     let mut wrapper =
         reports.wrap(&sd, "", &["--grace", "0"], &host).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    assert!(wait_until(Duration::from_secs(20), || reports.lines("ready").len() >= 2));
-    let inner = inner_pid(sd.pids_of(REAPERCTL)[0]);
+    assert!(wait_until(Duration::from_secs(60), || reports.lines("ready").len() >= 2));
+    let inner = inner_pid(sd.pids_of(&reports.reaperctl)[0]);
     let cfg = reports.config();
     let socket = reports.dir.path().join("d.sock");
     let daemon_argv = [
@@ -637,7 +662,7 @@ fn status_lists_a_scope_session() {
     ];
     let mut daemon = sd.command("", &daemon_argv).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let mut st = Value::Null;
-    let listed = wait_until(Duration::from_secs(20), || {
+    let listed = wait_until(Duration::from_secs(60), || {
         let out = sd.run_as_root("", &[REAPERCTL, "--socket", socket.to_str().unwrap(), "status", "--json"]);
         st = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         st["run_sessions"].as_array().is_some_and(|r| r.iter().any(|r| r["wrapper_pid"] == inner))
@@ -652,7 +677,7 @@ fn status_lists_a_scope_session() {
     assert_eq!(r["members"], 2, "{r:#}");
     let cgroup = r["cgroup"].as_str().unwrap_or_default();
     assert!(cgroup.starts_with("/system.slice/mcp-reaper-run-") && is_scope(cgroup), "{r:#}");
-    terminate(sd.pids_of(REAPERCTL)[0]);
+    terminate(sd.pids_of(&reports.reaperctl)[0]);
     let out = wait_out(&mut wrapper);
     assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out.stderr));
 }

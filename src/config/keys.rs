@@ -37,9 +37,11 @@ macro_rules! diff_line {
     ($kind:ty, $label:expr, $old:expr, $new:expr) => {
         <$kind as Kind>::diff($label, $old, $new)
     };
-    ($kind:ty, $label:expr, $old:expr, $new:expr, optional) => {
-        (format!("{:?}", $old) != format!("{:?}", $new)).then(|| format!("{}: {:?} -> {:?}", $label, $old, $new))
-    };
+    ($kind:ty, $label:expr, $old:expr, $new:expr, optional) => {{
+        let (old, new) =
+            (crate::config::kinds::shown_opt($old.as_ref()), crate::config::kinds::shown_opt($new.as_ref()));
+        (old != new).then(|| format!("{}: {} -> {}", $label, old, new))
+    }};
 }
 
 macro_rules! keys {

@@ -29,6 +29,13 @@ pub(super) trait Kind {
     }
 }
 
+/// An optional value in the reload log: the value itself (quoted and
+/// escaped, as a path may hold anything), or "unset"; never Rust's
+/// `Some(..)`/`None`.
+pub(super) fn shown_opt<T: Debug>(v: Option<&T>) -> String {
+    v.map_or_else(|| "unset".to_string(), |v| format!("{v:?}"))
+}
+
 /// Taken as it is: serde already refused what is not one.
 macro_rules! any_value {
     ($($t:ty),*) => {$(
@@ -42,7 +49,21 @@ macro_rules! any_value {
         }
     )*};
 }
-any_value!(Mode, bool);
+any_value!(bool);
+
+/// As the config writes it (`dry-run`), not as Rust names it.
+impl Kind for Mode {
+    type File = Mode;
+    type Value = Mode;
+    type Bounds = ();
+    fn check(_: &mut Layer<'_>, v: Spanned<Mode>, _: &str, (): ()) -> Option<Mode> {
+        Some(v.into_inner())
+    }
+
+    fn diff(label: &str, old: &Mode, new: &Mode) -> Option<String> {
+        (old != new).then(|| format!("{label}: {old} -> {new}"))
+    }
+}
 
 /// An integer in a range. Read as i128, so that a value beyond i64 gets the
 /// range message, not a type error.

@@ -139,11 +139,11 @@ fn reload_diff_names_every_kind_of_key_as_before() {
     assert_eq!(
         d.diff(&c),
         vec![
-            "mode: Enforce -> DryRun".to_string(),
+            "mode: enforce -> dry-run".to_string(),
             "grace_secs: 60 -> 5".into(),
             "term_timeout_secs: 2.0 -> 0.5".into(),
             format!("patterns.protect: {protect} -> 1 entries"),
-            "socket: None -> Some(\"/run/x.sock\")".into(),
+            "socket: unset -> \"/run/x.sock\"".into(),
         ]
     );
     assert!(c.diff(&c).is_empty());

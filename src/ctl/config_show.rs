@@ -24,9 +24,12 @@ pub fn run(cli: &Cli, args: &ConfigArgs) -> ExitCode {
     let all = settings(&cfg);
     if args.json {
         let v = serde_json::json!({ "sources": cfg.sources, "settings": all });
-        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&v).expect("settings serialize")));
+        crate::stdout::outln!(
+            "{}",
+            crate::names::printable_json(&serde_json::to_string_pretty(&v).expect("settings serialize"))
+        );
     } else {
-        print!("{}", crate::names::printable_lines(&render(&cfg, &all)));
+        crate::stdout::out!("{}", crate::names::printable_lines(&render(&cfg, &all)));
     }
     ExitCode::from(exit::OK)
 }

@@ -68,9 +68,12 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
         daemon(cli, &cfg),
     ];
     if args.json {
-        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&checks).expect("checks serialize")));
+        crate::stdout::outln!(
+            "{}",
+            crate::names::printable_json(&serde_json::to_string_pretty(&checks).expect("checks serialize"))
+        );
     } else {
-        print!("{}", crate::names::printable_lines(&render(&checks)));
+        crate::stdout::out!("{}", crate::names::printable_lines(&render(&checks)));
     }
     if checks.iter().any(|c| c.health == Health::Missing) {
         ExitCode::from(exit::UNAVAILABLE)

@@ -77,9 +77,12 @@ pub fn run(cli: &Cli, args: &HistoryArgs) -> ExitCode {
         crate::say_err!("reaperctl: {note}");
     }
     if args.json {
-        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&view).expect("history serializes")));
+        crate::stdout::outln!(
+            "{}",
+            crate::names::printable_json(&serde_json::to_string_pretty(&view).expect("history serializes"))
+        );
     } else {
-        print!("{}", crate::names::printable_lines(&render(&view, args.since)));
+        crate::stdout::out!("{}", crate::names::printable_lines(&render(&view, args.since)));
     }
     ExitCode::from(exit::OK)
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use super::{Cli, ScanArgs, assess_now};
 use crate::exit;
 use crate::hostcfg::{self, Report};
+use crate::stdout::{out, outln};
 
 pub(super) fn hosts(cli: &Cli, args: &ScanArgs) -> ExitCode {
     if let Err(code) = assess_now(cli, args) {
@@ -14,9 +15,9 @@ pub(super) fn hosts(cli: &Cli, args: &ScanArgs) -> ExitCode {
     }
     let r = hostcfg::report();
     if args.json {
-        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
+        outln!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
     } else {
-        print!("{}", crate::names::printable_lines(&render(&r, &crate::report::human::user_names())));
+        out!("{}", crate::names::printable_lines(&render(&r, &crate::report::human::user_names())));
     }
     ExitCode::from(exit::OK)
 }
@@ -28,6 +29,7 @@ fn render(r: &Report, users: &std::collections::HashMap<u32, String>) -> String 
     uids.dedup();
     if uids.is_empty() {
         out.push_str("no host config files found (a root reaper reads those of users with a live host)\n");
+        out.push_str(&looked_for());
     }
     // Everything here but the numbers comes from a user: the host's
     // working directory, its config's path, keys, commands and arguments.
@@ -56,4 +58,28 @@ fn render(r: &Report, users: &std::collections::HashMap<u32, String>) -> String 
         }
     }
     out
+}
+
+/// The files `hosts` looks for: in each home, and in a live host's working
+/// directory (its project).
+fn looked_for() -> String {
+    use crate::hostcfg::files::{PROJECT, USER};
+    let home: Vec<String> = USER.iter().map(|s| format!("~/{}", s.rel)).collect();
+    let project: Vec<&str> = PROJECT.iter().map(|s| s.rel).collect();
+    format!(
+        "looked for, in each home: {}\nand in a live host's working directory: {}\n",
+        home.join(", "),
+        project.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn no_files_found_names_the_files_looked_for() {
+        let text = super::render(&crate::hostcfg::Report::default(), &std::collections::HashMap::new());
+        assert!(text.starts_with("no host config files found"), "{text}");
+        assert!(text.contains("~/.claude.json") && text.contains("~/.codex/config.toml"), "{text}");
+        assert!(text.contains("working directory: .mcp.json"), "{text}");
+    }
 }

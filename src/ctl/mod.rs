@@ -21,6 +21,7 @@ use crate::exit;
 use crate::ids::Pid;
 use crate::report;
 use crate::scan::ProcFs;
+use crate::stdout::{out, outln};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -37,6 +38,8 @@ use crate::scan::ProcFs;
         70 internal error, 71 `run` cannot set up the session as asked, 72 /proc cannot be read, 75 the daemon is busy (try again), \
         76 the daemon did not understand the request, \
         77 permission denied, 78 configuration error (or `validate` found problems). \
+        `scan --exit-code` exits 1 when a tree would be reaped. \
+        A reader that goes away early (`reaperctl status | head -1`) ends any command quietly with status 0. \
         `run` otherwise exits with the host's status (128 + signal when a signal ended it; \
         127 when the host is not found, 126 when it cannot be run).\n\n\
         See mcp-reaperd(8) and mcp-reaper.toml(5)."
@@ -60,7 +63,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Read-only audit of the machine now: every MCP server tree and its verdict.
-    Scan(ScanArgs),
+    Scan(ScanCmd),
     /// The MCP servers the hosts' own config files name, per user and host, with the files
     /// (read now, like `scan`; see `[hosts]` in mcp-reaper.toml(5)).
     Hosts(ScanArgs),
@@ -113,8 +116,9 @@ pub struct ScanArgs {
     /// Judge only descendants of PID, treating PID as an adopter.
     #[arg(long, value_name = "PID", value_parser = parse_pid)]
     pub scope: Option<Pid>,
-    /// Read processes from DIR instead of /proc (fixtures, tests).
-    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    /// Read processes from DIR instead of /proc (fixtures, tests: in no
+    /// help, man page or completion).
+    #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
     /// Read the container runtimes' state (Kubernetes pods' names) below
     /// DIR only, instead of PID 1's root, then / (tests).
@@ -125,6 +129,14 @@ pub struct ScanArgs {
 pub use crate::ids::parse_pid;
 /// The protocol, where the client's files have always found it.
 pub use crate::proto;
+#[derive(clap::Args, Debug)]
+pub struct ScanCmd {
+    #[command(flatten)]
+    pub args: ScanArgs,
+    /// Exit 1 when a tree would be reaped now, 0 when none would (as `git diff --exit-code`).
+    #[arg(long)]
+    pub exit_code: bool,
+}
 
 /// The config `--config` names (`-`: the embedded default alone).
 pub fn sources(config: &Option<PathBuf>) -> Sources {
@@ -151,14 +163,20 @@ pub fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == desktop::SUBCOMMAND) {
         let argv =
             std::iter::once(format!("reaperctl {}", desktop::SUBCOMMAND).into()).chain(std::env::args_os().skip(2));
-        return desktop::run(&desktop::DesktopNotifyCli::parse_from(argv).args);
+        return match exit::parse_args_from::<desktop::DesktopNotifyCli, _, _>(argv) {
+            Ok(d) => desktop::run(&d.args),
+            Err(code) => code,
+        };
     }
-    let cli = Cli::parse();
+    let cli = match exit::parse_args::<Cli>() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     match &cli.command {
         Command::Validate => validate(&cli),
         Command::Config(args) => config_show::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
-        Command::Scan(args) => scan(&cli, args),
+        Command::Scan(cmd) => scan(&cli, cmd),
         Command::Hosts(args) => hosts::hosts(&cli, args),
         Command::Status { json } => status(&cli, *json),
         Command::Reload => reload(&cli),
@@ -208,7 +226,8 @@ fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Asse
     }
 }
 
-fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
+fn scan(cli: &Cli, cmd: &ScanCmd) -> ExitCode {
+    let args = &cmd.args;
     let (cfg, procfs, a) = match assess_now(cli, args) {
         Ok(x) => x,
         Err(code) => return code,
@@ -234,10 +253,10 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
     }
     r.hosts = Some(crate::hostcfg::report());
     if args.json {
-        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
+        outln!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
     } else {
         let users = report::human::user_names();
-        print!(
+        out!(
             "{}",
             crate::names::printable_lines(&report::human::render_report(
                 &a,
@@ -246,6 +265,9 @@ fn scan(cli: &Cli, args: &ScanArgs) -> ExitCode {
                 report::human::terminal_width()
             ))
         );
+    }
+    if cmd.exit_code && r.trees.iter().any(|t| t.reap) {
+        return ExitCode::from(exit::WOULD_REAP);
     }
     ExitCode::from(exit::OK)
 }
@@ -319,9 +341,9 @@ fn status(cli: &Cli, json: bool) -> ExitCode {
         return ExitCode::from(exit::SOFTWARE);
     };
     if json {
-        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&s).expect("status serializes")));
+        outln!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&s).expect("status serializes")));
     } else {
-        print!("{}", crate::names::printable_lines(&report::status_text::render(&s)));
+        out!("{}", crate::names::printable_lines(&report::status_text::render(&s)));
     }
     ExitCode::from(exit::OK)
 }
@@ -358,7 +380,7 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
         Ok(r) => {
             let res = r.reap.unwrap_or_default();
             if json {
-                println!(
+                outln!(
                     "{}",
                     crate::names::printable_json(&serde_json::to_string_pretty(&res).expect("result serializes"))
                 );
@@ -378,7 +400,7 @@ fn reap_now(cli: &Cli, dry_run: bool, json: bool) -> ExitCode {
 fn metrics(cli: &Cli) -> ExitCode {
     match ask(cli, proto::Command::Metrics, SHORT) {
         Ok(r) => {
-            print!("{}", crate::names::printable_lines(&r.metrics.unwrap_or_default()));
+            out!("{}", crate::names::printable_lines(&r.metrics.unwrap_or_default()));
             ExitCode::from(exit::OK)
         }
         Err(code) => code,

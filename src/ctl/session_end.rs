@@ -118,7 +118,7 @@ fn find_host(procfs: &ProcFs, cfg: &Config) -> Result<crate::scan::Process, Stri
         if cfg.matcher.classify_subject(crate::tree::subject(&p)).role == Role::Host {
             return Ok(p);
         }
-        chain.push(format!("{} ({})", crate::names::name(&p), p.pid()));
+        chain.push(crate::names::name(&p));
         pid = p.ppid;
     }
     Err(format!(

@@ -261,8 +261,12 @@ async fn handle(
         Command::Reload | Command::ReapNow { .. } if !privileged => {
             tracing::warn!(
                 reaper_action = "error",
-                "refused {:?} from uid {uid} (pid {pid}): only root and the daemon's user may do that",
-                req.cmd
+                "refused {} from uid {uid} (pid {pid}): only root and the daemon's user may do that",
+                match req.cmd {
+                    Command::ReapNow { dry_run: true } => "reap-now --dry-run",
+                    Command::ReapNow { dry_run: false } => "reap-now",
+                    _ => "reload",
+                }
             );
             Reply::error(
                 ErrorKind::PermissionDenied,

@@ -27,9 +27,13 @@ use crate::exit;
 use crate::ids::{Pid, parse_pid};
 use crate::policy::Verdict;
 use crate::reap::Outcome;
-use crate::report::{self, log::LogTarget};
+use crate::report::{
+    self,
+    log::{Color, LogTarget},
+};
 use crate::scan::{ProcFs, Read};
 use crate::state;
+use crate::stdout::outln;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -92,6 +96,10 @@ pub struct Args {
     /// Where logs go.
     #[arg(long, value_enum, default_value = "auto")]
     pub log_target: LogTarget,
+    /// Colours in log lines on stderr: auto (a terminal, and `NO_COLOR`
+    /// unset or empty), always, never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: Color,
 }
 
 #[derive(Serialize)]
@@ -119,7 +127,10 @@ struct KeptTree {
 }
 
 pub fn main() -> ExitCode {
-    let mut args = Args::parse();
+    let mut args = match exit::parse_args::<Args>() {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
     let cfg = match Config::load(&Sources::from_arg(args.config.as_deref())) {
         Ok(c) => c,
         Err(errs) => {
@@ -133,7 +144,7 @@ pub fn main() -> ExitCode {
     if args.state_file.is_none() {
         args.state_file = Some(crate::paths::state_file(cfg.state_file.as_deref()));
     }
-    report::log::init(&args.log_level, args.log_target, "mcp-reaperd");
+    report::log::init(&args.log_level, args.log_target, args.color, "mcp-reaperd");
     if args.once { once(&args, &cfg) } else { daemon_main(args, cfg) }
 }
 
@@ -211,7 +222,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
             memory_pressure: pressure.status(),
             stale_cgroups_removed: swept.removed.iter().map(|d| d.display().to_string()).collect(),
         };
-        println!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&j).expect("outcomes serialize")));
+        outln!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&j).expect("outcomes serialize")));
     }
     match done.saved {
         Some(Err(e))

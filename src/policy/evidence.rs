@@ -40,7 +40,11 @@ pub(super) fn adopted(snap: &Snapshot, forest: &Forest, j: &mut Judgement, how: 
             stdio_link(&snap.procs[s]).map(|k| format!("server {} has its stdio on a {k}", program_ref(&snap.procs[s])))
         })
         .unwrap_or_default();
-    j.reason = format!("adopted by {how} after its host exited; {link}");
+    j.reason = if link.is_empty() {
+        format!("adopted by {how} after its host exited")
+    } else {
+        format!("adopted by {how} after its host exited; {link}")
+    };
     if let Some(why) = j.servers.iter().find_map(|&s| forest.sdk.get(&s)) {
         let _ = write!(j.reason, "; a server by its program: {}", why.describe());
     }

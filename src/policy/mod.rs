@@ -229,10 +229,10 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
             adopted(snap, forest, &mut j, "PID 1 (hidden from this reaper by /proc's hidepid)");
             return j;
         }
-        j.reason = format!(
-            "parent pid {:?} of the root was not readable during the scan",
-            snap.procs[root].ppid.map(Pid::get)
-        );
+        j.reason = match snap.procs[root].ppid {
+            Some(pp) => format!("parent pid {pp} of the root was not readable during the scan"),
+            None => "the root's parent was not readable during the scan".to_string(),
+        };
         return j;
     };
     if let Some(how) = adopter(snap, forest, owner) {

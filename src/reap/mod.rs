@@ -103,6 +103,8 @@ struct Run {
     member_signals: usize,
     errors: Vec<String>,
     finished: Option<(Instant, Option<MemInfo>)>,
+    /// When the SIGKILL wave began (the SIGTERM clock's other end).
+    killed_at: Option<Instant>,
     containers: Vec<ContainerOutcome>,
 }
 
@@ -183,6 +185,7 @@ pub fn terminate_with(procfs: &ProcFs, orders: Vec<Order>, s: &Settings, judged:
     // may have changed since the check), children forked meanwhile included.
     if runs.iter().any(|r| r.live().next().is_some()) {
         for r in runs.iter_mut().filter(|r| r.live().next().is_some()) {
+            r.killed_at = Some(Instant::now());
             adopt_new_children(procfs, r);
             signal_members(r, &[Signal::KILL], "KILL", |_| true);
         }
@@ -211,6 +214,7 @@ fn open_targets(procfs: &ProcFs, order: Order) -> Run {
         member_signals: 0,
         errors: Vec::new(),
         finished: None,
+        killed_at: None,
         containers: Vec::new(),
         order,
     };

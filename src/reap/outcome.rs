@@ -51,6 +51,10 @@ pub struct Outcome {
     /// Signal failures (permission, …) by member.
     pub errors: Vec<String>,
     pub took_ms: u64,
+    /// From the end of the SIGTERM wave to the start of the SIGKILL wave, on
+    /// the reaper's own monotonic clock (never less than `term_timeout`);
+    /// `None` when no SIGKILL was needed. Truncated to whole ms.
+    pub term_to_kill_ms: Option<u64>,
     pub term_timeout_secs: f64,
     /// Memory of members that are gone (in dry-run: of all members).
     pub reclaimed: Memory,
@@ -121,6 +125,7 @@ pub(super) fn outcome(r: Run, t0: Instant, before: Option<MemInfo>, s: &Settings
         unkillable,
         errors: r.errors,
         took_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        term_to_kill_ms: r.killed_at.map(|k| u64::try_from((k - t0).as_millis()).unwrap_or(u64::MAX)),
         term_timeout_secs: s.term_timeout.as_secs_f64(),
         reclaimed,
         mem_available_delta: delta(|m| m.mem_available_bytes),

@@ -39,6 +39,34 @@ fn cut(s: &str, width: Option<usize>, used: usize) -> String {
     }
 }
 
+/// `s` in full, broken at spaces into lines of at most `width` (a terminal;
+/// `None` for a pipe: one line), the first line after `used` columns, the
+/// others indented by `indent`. A word longer than a line stays whole.
+/// The reason is the point of a scan: never cut like a command line.
+fn wrap(s: &str, width: Option<usize>, used: usize, indent: usize) -> String {
+    let Some(w) = width else { return s.to_string() };
+    let mut out = String::new();
+    let mut col = used;
+    let mut line_start = true;
+    for word in s.split(' ') {
+        let n = word.chars().count();
+        if !line_start && col + 1 + n > w {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', indent));
+            col = indent;
+            line_start = true;
+        }
+        if !line_start {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += n;
+        line_start = false;
+    }
+    out
+}
+
 /// Renders the scan. `width`: cut lines to it (a terminal), or `None` (a pipe).
 #[allow(clippy::implicit_hasher)] // one caller, one map
 /// The scan's text, from its report (`json::build_with`: with container plans).
@@ -73,9 +101,12 @@ pub fn render_report(
         for &i in &trees {
             let t = &report.trees[i];
             let action = if t.reap { "reap" } else { "keep" };
-            let _ = writeln!(out, "  tree {} [{action}]: {}", t.root, cut(&super::printable(&t.reason), width, 16));
+            let head = format!("  tree {} [{action}]: ", t.root);
+            let reason = wrap(&super::printable(&t.reason), width, head.chars().count(), 8);
+            let _ = writeln!(out, "{head}{reason}");
             if let Some(s) = &t.suspect {
-                let _ = writeln!(out, "    suspect, kept: {}", cut(&super::printable(s), width, 20));
+                let head = "    suspect, kept: ";
+                let _ = writeln!(out, "{head}{}", wrap(&super::printable(s), width, head.chars().count(), 8));
             }
             let _ = writeln!(
                 out,
@@ -112,22 +143,7 @@ pub fn render_report(
         }
         out.push('\n');
     }
-    if !report.duplicates.is_empty() {
-        let _ = writeln!(out, "DUPLICATES · the same server command more than once under one live host (kept)");
-        for d in &report.duplicates {
-            let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
-            let line = format!(
-                "  {}× {} under host {} ({}): trees {}",
-                d.count,
-                super::printable(&d.command),
-                d.host_pid,
-                super::printable(&d.host_cmd),
-                roots.join(", ")
-            );
-            let _ = writeln!(out, "{}", cut(&line, width, 0));
-        }
-        out.push('\n');
-    }
+    duplicates(&mut out, report, width);
     let s = &report.summary;
     let counts: Vec<String> = Verdict::ALL
         .iter()
@@ -171,9 +187,43 @@ fn branch(depths: &[usize], k: usize) -> String {
     s
 }
 
+/// Server commands running more than once under one live host.
+fn duplicates(out: &mut String, report: &json::ScanReport, width: Option<usize>) {
+    if report.duplicates.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "DUPLICATES · the same server command more than once under one live host (kept)");
+    for d in &report.duplicates {
+        let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
+        let line = format!(
+            "  {}× {} under host {} ({}): trees {}",
+            d.count,
+            super::printable(&d.command),
+            d.host_pid,
+            super::printable(&d.host_cmd),
+            roots.join(", ")
+        );
+        let _ = writeln!(out, "{}", cut(&line, width, 0));
+    }
+    out.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
-    use super::branch;
+    use super::{branch, wrap};
+
+    #[test]
+    fn a_reason_is_wrapped_whole_never_cut() {
+        let reason = "adopted by systemd --user (pid 812) after its host exited; server @playwright/mcp (pid 4242) \
+                      has its stdio on a pipe";
+        let text = wrap(reason, Some(40), 20, 8);
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), reason.split_whitespace().collect::<Vec<_>>());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.len() > 2, "{text}");
+        assert!(lines[0].chars().count() + 20 <= 40, "{text}");
+        assert!(lines[1..].iter().all(|l| l.starts_with("        ") && l.chars().count() <= 40), "{text}");
+        assert_eq!(wrap(reason, None, 20, 8), reason, "a pipe gets one line");
+    }
 
     #[test]
     fn forest_branches() {

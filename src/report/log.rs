@@ -28,8 +28,32 @@ pub enum LogTarget {
     Stderr,
 }
 
+/// Whether log lines on a terminal get colours (`--color`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    /// When stderr is a terminal and `NO_COLOR` is unset or empty
+    /// (<https://no-color.org>).
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Whether stderr's lines get ANSI colours.
+    pub fn ansi(self) -> bool {
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && rustix::termios::isatty(std::io::stderr())
+            }
+        }
+    }
+}
+
 /// Installs the global subscriber. Returns where logs actually go.
-pub fn init(level: &str, target: LogTarget, ident: &str) -> &'static str {
+pub fn init(level: &str, target: LogTarget, color: Color, ident: &str) -> &'static str {
+    let ansi = color.ansi();
     // One level for everything: all an env-filter's directives were used for.
     let filter = LevelFilter::from_str(level).unwrap_or(LevelFilter::INFO);
     let want_journal = match target {
@@ -42,19 +66,19 @@ pub fn init(level: &str, target: LogTarget, ident: &str) -> &'static str {
             Ok(layer) => {
                 // Entries journald refuses later are written to stderr instead.
                 let fallback =
-                    stderr_layer(std::io::stderr.with_filter(|_: &tracing::Metadata<'_>| journal::is_down()));
+                    stderr_layer(std::io::stderr.with_filter(|_: &tracing::Metadata<'_>| journal::is_down()), ansi);
                 let _ = tracing_subscriber::registry().with(filter).with(layer).with(fallback).try_init();
                 return "journald";
             }
             Err(e) => eprintln!("{ident}: journald is not reachable at {} ({e}); logging to stderr", journal::SOCKET),
         }
     }
-    let _ = tracing_subscriber::registry().with(filter).with(stderr_layer(std::io::stderr)).try_init();
+    let _ = tracing_subscriber::registry().with(filter).with(stderr_layer(std::io::stderr, ansi)).try_init();
     "stderr"
 }
 
 /// Log lines on stderr: the message says it all; the fields are for journald.
-fn stderr_layer<S, W>(writer: W) -> impl tracing_subscriber::Layer<S>
+fn stderr_layer<S, W>(writer: W, ansi: bool) -> impl tracing_subscriber::Layer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
@@ -63,11 +87,7 @@ where
         // One entry, one line: its hostile parts (names, paths) escaped.
         if field.name() == "message" { write!(w, "{}", crate::names::printable(&format!("{value:?}"))) } else { Ok(()) }
     });
-    tracing_subscriber::fmt::layer()
-        .fmt_fields(message_only)
-        .with_writer(writer)
-        .with_target(false)
-        .with_ansi(rustix::termios::isatty(std::io::stderr()))
+    tracing_subscriber::fmt::layer().fmt_fields(message_only).with_writer(writer).with_target(false).with_ansi(ansi)
 }
 
 /// A write the daemon repeats (the state file after each grace-book change,

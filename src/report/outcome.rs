@@ -127,6 +127,7 @@ struct Wire<'a> {
     unkillable: &'a [(Identity, char)],
     errors: &'a [String],
     took_ms: u64,
+    term_to_kill_ms: Option<u64>,
     term_timeout_secs: f64,
     reclaimed: Memory,
     mem_available_delta: Option<i64>,
@@ -166,6 +167,7 @@ impl Serialize for Outcome {
             unkillable: &self.unkillable,
             errors: &self.errors,
             took_ms: self.took_ms,
+            term_to_kill_ms: self.term_to_kill_ms,
             term_timeout_secs: self.term_timeout_secs,
             reclaimed: self.reclaimed,
             mem_available_delta: self.mem_available_delta,
@@ -208,6 +210,7 @@ pub(super) mod tests {
             unkillable: vec![(root, 'D')],
             errors: vec![],
             took_ms: 5,
+            term_to_kill_ms: Some(5000),
             term_timeout_secs: 5.0,
             reclaimed: Memory { pss_bytes: 1 << 20, swap_bytes: 0, estimated_from_rss: false },
             mem_available_delta: None,
@@ -232,7 +235,7 @@ pub(super) mod tests {
         assert_eq!((v["root_pid"].as_i64(), v["root_start_time"].as_u64()), (Some(4242), Some(123)));
         assert_eq!(v["member_count"], 4);
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys.len(), 29, "{keys:?}");
+        assert_eq!(keys.len(), 30, "{keys:?}");
         assert_eq!((&v["pod_uid"], &v["cgroup_container"]), (&serde_json::Value::Null, &serde_json::Value::Null));
     }
 

@@ -257,6 +257,7 @@ pub struct Spec {
     hook: Option<Value>,
     real: bool,
     close_stdin_ms: Option<u64>,
+    close_stdin_when: Option<PathBuf>,
     stdin_leak: Option<Box<Spec>>,
     title: Vec<Value>,
     retitle: Vec<Value>,
@@ -286,6 +287,7 @@ impl Spec {
             hook: None,
             real: false,
             close_stdin_ms: None,
+            close_stdin_when: None,
             stdin_leak: None,
             title: Vec::new(),
             retitle: Vec::new(),
@@ -465,6 +467,14 @@ impl Spec {
         self
     }
 
+    /// The parent ends this process's stdin once the file `cue` exists
+    /// (the test creates it when it has looked at the open pipe): a close
+    /// that no slow scan can race.
+    pub fn close_stdin_when(mut self, cue: &Path) -> Spec {
+        self.close_stdin_when = Some(cue.to_path_buf());
+        self
+    }
+
     /// A helper the parent starts holding a copy of its end of this
     /// process's stdin (a leaked write end). Counted by [`Spec::count`].
     pub fn stdin_leak(mut self, helper: Spec) -> Spec {
@@ -495,6 +505,7 @@ impl Spec {
             "hook": self.hook,
             "real": self.real,
             "close_stdin_ms": self.close_stdin_ms,
+            "close_stdin_when": self.close_stdin_when,
             "stdin_leak": self.stdin_leak.as_ref().map(|h| h.to_json()),
             "title": self.title,
             "retitle": self.retitle,
@@ -674,13 +685,13 @@ impl Sandbox {
             .spawn()
             .expect("spawning the fakeproc scope process");
         let mut sb = Sandbox { scope: child, ready: Vec::new(), dir };
-        let ok = wait_until(Duration::from_secs(10), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             sb.ready = read_ready(&ready_file);
             sb.ready.len() >= expected
         });
         assert!(
             ok,
-            "only {} of {expected} fake processes became ready in 10 s: {:#?}\nfakeproc stderr:\n{}",
+            "only {} of {expected} fake processes became ready in 30 s: {:#?}\nfakeproc stderr:\n{}",
             sb.ready.len(),
             sb.ready,
             std::fs::read_to_string(&stderr_file).unwrap_or_default()
@@ -712,11 +723,11 @@ impl Sandbox {
     pub fn wait_ready(&mut self, total: usize) -> Vec<Ready> {
         let before = self.ready.len();
         let file = self.dir.path().join("ready");
-        let ok = wait_until(Duration::from_secs(10), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             self.ready = read_ready(&file);
             self.ready.len() >= total
         });
-        assert!(ok, "only {} of {total} fake processes became ready in 10 s: {:#?}", self.ready.len(), self.ready);
+        assert!(ok, "only {} of {total} fake processes became ready in 30 s: {:#?}", self.ready.len(), self.ready);
         self.ready[before..].to_vec()
     }
 
@@ -782,11 +793,11 @@ impl Sandbox {
         assert!(self.is_descendant(pid), "refusing to signal {pid}: not below the sandbox's scope process");
         let orphans: Vec<i32> = self.ready.iter().filter(|r| r.ppid == pid).map(|r| r.pid).collect();
         sigkill(pid);
-        assert!(wait_until(Duration::from_secs(10), || !alive(pid)), "{pid} survived SIGKILL for 10 s");
+        assert!(wait_until(Duration::from_secs(60), || !alive(pid)), "{pid} survived SIGKILL for 10 s");
         let scope = self.scope_pid();
         for o in orphans {
             assert!(
-                wait_until(Duration::from_secs(10), || ppid_of(o) == Some(scope) || !alive(o)),
+                wait_until(Duration::from_secs(60), || ppid_of(o) == Some(scope) || !alive(o)),
                 "{o} was not re-parented to the scope process {scope} after its parent {pid} died"
             );
         }
@@ -1032,16 +1043,16 @@ impl Daemon {
         Daemon { child, ctl: DaemonCtl { socket: socket.to_path_buf(), log: log.to_path_buf() } }
     }
 
-    /// Waits (10 s at most) until the socket answers `reaperctl status`;
+    /// Waits (30 s at most) until the socket answers `reaperctl status`;
     /// panics with the log when the daemon exits first.
     pub fn wait_answering(&mut self) {
-        let ok = wait_until(Duration::from_secs(10), || {
+        let ok = wait_until(Duration::from_secs(60), || {
             if let Ok(Some(st)) = self.child.try_wait() {
                 panic!("mcp-reaperd exited at start ({st}):\n{}", self.log_text());
             }
             self.ctl(&["status"]).status.success()
         });
-        assert!(ok, "mcp-reaperd did not answer on {} in 10 s:\n{}", self.socket.display(), self.log_text());
+        assert!(ok, "mcp-reaperd did not answer on {} in 30 s:\n{}", self.socket.display(), self.log_text());
     }
 
     pub fn pid(&self) -> i32 {
@@ -1078,5 +1089,44 @@ impl Drop for Daemon {
             }
         }
         let _ = self.child.wait();
+    }
+}
+
+/// A `dockerd` of a test's own, its data, sockets and log in `dir`
+/// (`d.sock`, `engine.log`): no iptables, no bridge, so it touches nothing
+/// of the machine's networking. Returns the child and the socket's path.
+pub fn spawn_dockerd(dockerd: &Path, dir: &TempDir) -> (std::process::Child, PathBuf) {
+    let sock = dir.path().join("d.sock");
+    let log = std::fs::File::create(dir.path().join("engine.log")).expect("creating the dockerd log");
+    let child = Command::new(dockerd)
+        .args(["--iptables=false", "--bridge=none", "--data-root"])
+        .arg(dir.path().join("data"))
+        .arg("--exec-root")
+        .arg(dir.path().join("exec"))
+        .arg("-H")
+        .arg(format!("unix://{}", sock.display()))
+        .arg("--pidfile")
+        .arg(dir.path().join("dockerd.pid"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("dup of the log"))
+        .stderr(log)
+        .spawn()
+        .expect("spawning dockerd");
+    (child, sock)
+}
+
+/// The one process below `scope` whose command line starts with `prefix`
+/// (its pid as seen from here, whatever namespace it is in).
+pub fn one_below(scope: i32, prefix: &str) -> i32 {
+    let hits: Vec<i32> = descendants_of(scope)
+        .into_iter()
+        .filter(|&p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix)
+        })
+        .collect();
+    match hits.as_slice() {
+        [one] => *one,
+        _ => panic!("expected one process starting with {prefix:?} below {scope}: {hits:?}"),
     }
 }

@@ -104,7 +104,7 @@ fn daemon_refuses_a_shared_socket_directory_it_does_not_own_alone() {
     std::fs::remove_dir(&dir).unwrap();
     let mut child = daemon_without_runtime_dir(&sb, tmp.path(), uid);
     let socket = dir.join("mcp-reaper/control.sock");
-    let up = common::wait_until(Duration::from_secs(10), || socket.exists());
+    let up = common::wait_until(Duration::from_secs(60), || socket.exists());
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
     assert!(up, "no socket at {}:\n{}", socket.display(), text(&out.stderr));
