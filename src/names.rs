@@ -111,31 +111,58 @@ pub fn short_cmd(p: &Process, max: usize) -> String {
 }
 
 /// A nested PID namespace, for reasons: its container when the cgroup names
-/// one (`container docker 0123456789ab`, `… in pod <UID>` for a Kubernetes
-/// pod's), else its `ns/pid` inode.
+/// one (`container docker 0123456789ab`; for a Kubernetes pod's
+/// `container containerd 0123456789ab (agent) in pod agents/session-7f9c`,
+/// or `… in pod <UID>` when no runtime state names the pod), else its
+/// `ns/pid` inode.
 pub fn namespace_of(d: &crate::scan::Details) -> String {
     match (&d.container, d.pidns) {
-        (Some(c), _) => match &c.pod_uid {
-            Some(pod) => format!("container {c} in pod {pod}"),
-            None => format!("container {c}"),
-        },
+        (Some(c), _) => format!("container {}", container_words(c)),
         (None, Some(ino)) => format!("pid:[{ino}]"),
         (None, None) => "its inode unreadable".to_string(),
     }
 }
 
-/// Where a tree runs, when its members' cgroups say: the pod UID and the
-/// container of the first member whose details name them.
-pub fn workload<'a>(members: impl IntoIterator<Item = &'a Process>) -> (Option<String>, Option<String>) {
-    let (mut pod, mut container) = (None, None);
+/// A cgroup's container in words: `containerd 0123456789ab (agent) in pod
+/// agents/session-7f9c`, `… in pod <UID>`, or `docker 0123456789ab`.
+pub fn container_words(c: &crate::scan::CgroupContainer) -> String {
+    match (&c.pod, &c.pod_uid) {
+        (Some(p), _) => {
+            let named = p.container.as_deref().map(|n| format!(" ({})", printable(n))).unwrap_or_default();
+            format!("{c}{named} in pod {}", printable(&p.to_string()))
+        }
+        (None, Some(uid)) => format!("{c} in pod {uid}"),
+        (None, None) => c.to_string(),
+    }
+}
+
+/// Where a tree runs, as its members' cgroups (and the runtimes' state)
+/// say: the first member's that names each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Workload {
+    /// The Kubernetes pod's UID, from the cgroup path.
+    pub pod_uid: Option<String>,
+    /// Engine and short id: `containerd 0123456789ab`.
+    pub cgroup_container: Option<String>,
+    /// The pod's namespace and name, where the runtime's state names them.
+    pub pod: Option<crate::scan::PodName>,
+}
+
+pub fn workload<'a>(members: impl IntoIterator<Item = &'a Process>) -> Workload {
+    let (mut pod_uid, mut container, mut pod) = (None, None, None);
     for p in members {
-        pod = pod.or(p.pod_uid());
+        pod_uid = pod_uid.or(p.pod_uid());
         container = container.or(p.container());
-        if pod.is_some() && container.is_some() {
+        pod = pod.or(p.pod());
+        if pod_uid.is_some() && container.is_some() && pod.is_some() {
             break;
         }
     }
-    (pod.map(str::to_string), container.map(str::to_string))
+    Workload {
+        pod_uid: pod_uid.map(str::to_string),
+        cgroup_container: container.map(str::to_string),
+        pod: pod.cloned(),
+    }
 }
 
 #[cfg(test)]
@@ -146,6 +173,23 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(printable("a\nb\x1b[31m"), "a\\nb\\u{1b}[31m");
         assert_eq!(printable("plain"), "plain");
+    }
+
+    #[test]
+    fn a_pods_container_is_named_by_the_pod_when_known_else_by_its_uid() {
+        let uid = "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d";
+        let mut c = crate::scan::CgroupContainer::from("containerd 0123456789ab");
+        assert_eq!(container_words(&c), "containerd 0123456789ab");
+        c.pod_uid = Some(uid.into());
+        assert_eq!(container_words(&c), format!("containerd 0123456789ab in pod {uid}"));
+        c.pod = Some(crate::scan::PodName {
+            namespace: "agents".into(),
+            name: "s-1".into(),
+            container: Some("mcp".into()),
+        });
+        assert_eq!(container_words(&c), "containerd 0123456789ab (mcp) in pod agents/s-1");
+        let d = crate::scan::Details { container: Some(c), ..Default::default() };
+        assert_eq!(namespace_of(&d), "container containerd 0123456789ab (mcp) in pod agents/s-1");
     }
 
     #[test]

@@ -418,3 +418,99 @@ fn a_named_container_created_long_after_its_client_is_not_its() {
         "{plan}"
     );
 }
+
+/// A cgroup named as Docker's systemd driver names a container's
+/// (`docker-<ID>.scope`), below a slice of the test's own; removed on drop.
+struct DockerCgroup {
+    top: std::path::PathBuf,
+    leaf: std::path::PathBuf,
+}
+
+impl DockerCgroup {
+    fn create(test: &str, id: &str) -> Option<DockerCgroup> {
+        let base = ["/sys/fs/cgroup", "/sys/fs/cgroup/pids"]
+            .into_iter()
+            .map(std::path::PathBuf::from)
+            .find(|b| b.join("cgroup.procs").exists());
+        let Some(base) = base else {
+            skip(test, "no cgroup hierarchy to create a container's cgroup in");
+            return None;
+        };
+        let top = base.join(format!("reaper-enginetest{}-{}.slice", std::process::id(), &id[..4]));
+        let leaf = top.join(format!("docker-{id}.scope"));
+        if let Err(e) = std::fs::create_dir_all(&leaf) {
+            skip(test, &format!("cannot create {}: {e}", leaf.display()));
+            return None;
+        }
+        Some(DockerCgroup { top, leaf })
+    }
+
+    fn enter(&self, pid: i32) {
+        std::fs::write(self.leaf.join("cgroup.procs"), pid.to_string()).expect("moving the server into the cgroup");
+    }
+}
+
+impl Drop for DockerCgroup {
+    fn drop(&mut self) {
+        let dirs = [self.leaf.clone(), self.top.clone()];
+        wait_until(Duration::from_secs(10), || dirs.iter().all(|d| std::fs::remove_dir(d).is_ok() || !d.exists()));
+    }
+}
+
+#[test]
+fn a_trees_docker_container_is_named_only_for_a_user_who_may_ask_its_engine() {
+    let test = "a_trees_docker_container_is_named_only_for_a_user_who_may_ask_its_engine";
+    if !can_run(test) {
+        return;
+    }
+    let server = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"];
+    // Root's server and nobody's, each in a container's cgroup root's engine
+    // (0660 root:root) knows by name.
+    let other = ID.replace('5', "7");
+    let (Some(mine), Some(theirs)) = (DockerCgroup::create(test, ID), DockerCgroup::create(test, &other)) else {
+        return;
+    };
+    let sb = Sandbox::new(vec![
+        Spec::new(&["claude", "r"]).child(Spec::new(&server)),
+        Spec::new(&["claude", "n"]).child(Spec::new(&server).uid(NOBODY)),
+    ]);
+    let (root_host, nobody_host) = (sb.pid_of("claude r"), sb.pid_of("claude n"));
+    let child_of = |h: i32| sb.ready().iter().find(|r| r.ppid == h).unwrap().pid;
+    let (root_server, nobody_server) = (child_of(root_host), child_of(nobody_host));
+    mine.enter(root_server);
+    theirs.enter(nobody_server);
+    let dir = public_dir("names");
+    let sock = dir.path().join("docker.sock");
+    let e = FakeEngine::serve(&sock, 0o660);
+    e.add(&ID[..12], "github-mcp", SystemTime::now());
+    e.add(&other[..12], "secret-project-db", SystemTime::now());
+    sb.kill_host(root_host);
+    sb.kill_host(nobody_host);
+    let cfg = sb.dir().config_with(
+        0,
+        "",
+        &format!("[containers]\nstop_containers = true\nengine_sockets = [{:?}]\n", s(sock.display())),
+    );
+
+    let scan = common::scan_json(&cfg, &["--scope", &s(sb.scope_pid())]);
+    let t = common::tree_rooted_at(&scan, root_server);
+    assert_eq!(t["container_name"], "github-mcp", "{t:#}");
+    let t = common::tree_rooted_at(&scan, nobody_server);
+    assert_eq!(t["cgroup_container"], format!("docker {}", &other[..12]), "{t:#}");
+    assert_eq!(t["container_name"], Value::Null, "nobody may not ask root's engine: {t:#}");
+
+    let (once, out) = common::once_output(Some(sb.scope_pid()), &cfg, &["--dry-run"]);
+    let outs = once["outcomes"].as_array().unwrap();
+    let o = outs.iter().find(|o| o["root_pid"] == root_server).unwrap_or_else(|| panic!("{once:#}"));
+    assert_eq!(o["container_name"], "github-mcp", "{o:#}");
+    let log = text(&out.stderr);
+    assert!(log.contains(&format!("in container docker {} (github-mcp)", &ID[..12])), "{log}");
+    let o = outs.iter().find(|o| o["root_pid"] == nobody_server).unwrap_or_else(|| panic!("{once:#}"));
+    assert_eq!(o["container_name"], Value::Null, "{o:#}");
+    assert!(!log.contains("secret-project-db") && !scan.to_string().contains("secret-project-db"), "{log}");
+    let asked = e.requests();
+    assert!(asked.iter().any(|r| r.contains(&ID[..12])), "root's engine was not asked for root's tree: {asked:?}");
+    assert!(asked.iter().all(|r| !r.contains(&other[..12])), "asked for nobody's tree: {asked:?}");
+    assert!(e.changes().is_empty(), "{:?}", e.changes());
+    drop(sb);
+}

@@ -459,17 +459,63 @@ fn a_tree_in_a_kubernetes_pods_cgroup_names_its_pod_and_container() {
     let cfg = sb.dir().config(0, "");
     let scope = sb.scope_pid().to_string();
 
-    let v = common::scan_json(&cfg, &["--scope", &scope]);
+    // No runtime state names the pod: its UID stands for it.
+    let empty = common::TempDir::new("no-runtime");
+    let no_runtime = empty.path().to_str().unwrap();
+    let v = common::scan_json(&cfg, &["--scope", &scope, "--runtime-root", no_runtime]);
     let t = common::tree_rooted_at(&v, server);
     assert_eq!(t["pod_uid"], POD_UID, "{t:#}");
     assert_eq!(t["cgroup_container"], "containerd 0123456789ab", "{t:#}");
+    assert_eq!(t["pod_namespace"], serde_json::Value::Null, "{t:#}");
 
-    let (v, out) = common::once_output(Some(sb.scope_pid()), &cfg, &[]);
-    let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root_pid"] == server).expect("the orphan reaped");
+    // containerd's bundle for the container names the pod and the container.
+    let runtime = common::TempDir::new("runtime");
+    let bundle = runtime.path().join("run/containerd/io.containerd.runtime.v2.task/k8s.io").join(CONTAINER_ID);
+    std::fs::create_dir_all(&bundle).unwrap();
+    let annotations = serde_json::json!({"ociVersion": "1.1.0", "process": {"env": ["TOKEN=secret"]}, "annotations": {
+        "io.kubernetes.cri.container-type": "container",
+        "io.kubernetes.cri.container-name": "agent",
+        "io.kubernetes.cri.sandbox-name": "session-7f9c",
+        "io.kubernetes.cri.sandbox-namespace": "agents",
+        "io.kubernetes.cri.sandbox-uid": POD_UID}});
+    std::fs::write(bundle.join("config.json"), annotations.to_string()).unwrap();
+    let runtime_root = runtime.path().to_str().unwrap();
+    let v = common::scan_json(&cfg, &["--scope", &scope, "--runtime-root", runtime_root]);
+    let t = common::tree_rooted_at(&v, server);
+    assert_eq!(
+        (&t["pod_namespace"], &t["pod_name"], &t["container_name"]),
+        (&"agents".into(), &"session-7f9c".into(), &"agent".into()),
+        "{t:#}"
+    );
+    assert_eq!(t["pod_uid"], POD_UID, "{t:#}");
+    assert!(!v.to_string().contains("secret"), "the bundle's environment shown: {v:#}");
+
+    let (v, out) = common::once_output(Some(sb.scope_pid()), &cfg, &["--runtime-root", runtime_root, "--dry-run"]);
+    let o = v["outcomes"].as_array().unwrap().iter().find(|o| o["root_pid"] == server).expect("the orphan to reap");
     assert_eq!(o["pod_uid"], POD_UID, "{o:#}");
     assert_eq!(o["cgroup_container"], "containerd 0123456789ab", "{o:#}");
+    assert_eq!(
+        (&o["pod_namespace"], &o["pod_name"], &o["container_name"]),
+        (&"agents".into(), &"session-7f9c".into(), &"agent".into()),
+        "{o:#}"
+    );
     let log = text(&out.stderr);
-    assert!(log.contains(&format!("in pod {POD_UID}, container containerd 0123456789ab")), "{log}");
+    assert!(log.contains("in pod agents/session-7f9c, container containerd 0123456789ab (agent)"), "{log}");
+
+    // The daemon reaps it and counts it by the pod's namespace (scoped, enforcing).
+    let cfg = sb.dir().config_with(0, "interval_secs = 1", "");
+    let d =
+        Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--runtime-root", runtime_root]));
+    d.status_until(Duration::from_secs(30), "the reap counted by namespace", |st| {
+        st["totals"]["reaped_by_namespace"]["agents"] == 1
+    });
+    let metrics = text(&d.ctl(&["metrics"]).stdout);
+    assert_eq!(
+        sample(&metrics, "mcp_reaper_reaped_trees_by_namespace_total", Some(("k8s_namespace", "agents"))),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert!(d.log_text().contains("in pod agents/session-7f9c"), "{}", d.log_text());
     assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the orphan survived");
     sb.assert_alive(&[bystander]);
     drop(sb);

@@ -120,6 +120,10 @@ pub struct ScanArgs {
     /// help, man page or completion).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
+    /// Read the container runtimes' state (Kubernetes pods' names) below
+    /// DIR only, instead of PID 1's root, then / (tests).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub runtime_root: Option<PathBuf>,
 }
 
 pub use crate::ids::parse_pid;
@@ -207,7 +211,7 @@ fn assess_now(cli: &Cli, args: &ScanArgs) -> Result<(Config, ProcFs, cycle::Asse
     for n in notes {
         crate::say_err!("reaperctl: {n}");
     }
-    let procfs = ProcFs::new(&args.proc_root);
+    let procfs = ProcFs::new(&args.proc_root).with_runtime_root(args.runtime_root.as_deref());
     if let Some(note) = procfs.hidden_notice() {
         crate::say_err!("reaperctl: note: {note}");
     }
@@ -231,6 +235,22 @@ fn scan(cli: &Cli, cmd: &ScanCmd) -> ExitCode {
     // Trees to reap with a `docker|podman run` client: which container would be stopped.
     let containers = cycle::container_plans(&a, &procfs, &cfg);
     let mut r = report::json::build_with(&a, containers);
+    // Docker/Podman containers by their engine's name, where the tree's user could ask it.
+    let wanted: Vec<(usize, (crate::ids::Identity, String))> = r
+        .trees
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.container_name.is_none())
+        .filter_map(|(i, t)| Some((i, (a.judgements[i].root_id(&a.snapshot), t.cgroup_container.clone()?))))
+        .collect();
+    let asked: Vec<_> = wanted.iter().map(|(_, w)| w.clone()).collect();
+    for ((i, _), name) in wanted.iter().zip(cycle::container_names(&asked, &procfs, &cfg)) {
+        let t = &mut r.trees[*i];
+        if let (Some(c), Some(n)) = (&t.cgroup_container, &name) {
+            t.reason = cycle::reason_with_name(&t.reason, c, n);
+        }
+        t.container_name = name;
+    }
     r.hosts = Some(crate::hostcfg::report());
     if args.json {
         outln!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));

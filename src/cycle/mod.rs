@@ -6,7 +6,9 @@ mod containers;
 mod run;
 mod summary;
 
-pub use containers::{describe as describe_container, plans_for_scan as container_plans};
+pub use containers::{
+    container_names, describe as describe_container, plans_for_scan as container_plans, reason_with_name,
+};
 pub use run::{Cycle, Done, Kind, Memory, Planned};
 pub use summary::CycleSummary;
 
@@ -209,5 +211,6 @@ pub fn plan_from(
         .collect();
     // Which container each run client holds: decided here, ended by reap.
     containers::attach(&mut orders, &fresh.snapshot, procfs, cfg);
+    containers::name(&mut orders, procfs, cfg);
     Ok((fresh, orders))
 }

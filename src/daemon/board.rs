@@ -91,7 +91,14 @@ impl Shared {
             scans: self.scans.clone(),
             by_verdict,
             trees,
-            totals: self.totals.clone(),
+            totals: {
+                // Which namespaces' pods had trees reaped is the node's, not a user's.
+                let mut t = self.totals.clone();
+                if !all {
+                    t.reaped_by_namespace.clear();
+                }
+                t
+            },
             lifetime: self.lifetime.clone(),
             recent: self.recent.iter().filter(|e| all || e.uid == Some(uid)).cloned().collect(),
             would_reap: self.would_reap.clone(),
@@ -157,6 +164,9 @@ impl Shared {
             let ev = ReapEvent::new(o, dry_run, uid, unix_now());
             if !dry_run {
                 self.totals.add(&crate::history::Entry::new(o, Vec::new(), uid, ev.at_unix));
+                if o.reaped() && o.pod_uid.is_some() {
+                    self.totals.count_namespace(o.pod.as_ref().map(|p| p.namespace.as_str()));
+                }
             } else if self.planned.insert((o.root, o.verdict)) {
                 self.would_reap.trees_total += 1;
                 self.would_reap.processes_total += (o.members + o.joined) as u64;

@@ -79,6 +79,10 @@ pub struct Args {
     /// Read processes from DIR instead of /proc (tests).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
+    /// Read the container runtimes' state (Kubernetes pods' names) below
+    /// DIR only, instead of PID 1's root, then / (tests).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub runtime_root: Option<PathBuf>,
     /// Don't subscribe to kernel process events: watch hosts with pidfds and
     /// scan every interval (what a non-root daemon does anyway).
     #[arg(long)]
@@ -155,7 +159,7 @@ fn once(args: &Args, cfg: &Config) -> ExitCode {
     if let Some(w) = warning {
         tracing::warn!(reaper_action = "error", "{w}");
     }
-    let procfs = ProcFs::new(&args.proc_root);
+    let procfs = ProcFs::new(&args.proc_root).with_runtime_root(args.runtime_root.as_deref());
     if let Some(note) = procfs.hidden_notice() {
         tracing::info!("{note}");
     }

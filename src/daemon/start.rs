@@ -68,7 +68,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     }
     let lifetime = lifetime(&state_path);
     let (connector, event_mode, event_mode_reason) = open_events(&args, cfg.interval_secs);
-    let procfs = ProcFs::new(&args.proc_root);
+    let procfs = ProcFs::new(&args.proc_root).with_runtime_root(args.runtime_root.as_deref());
     if let Some(note) = procfs.hidden_notice() {
         tracing::info!("{note}");
     }

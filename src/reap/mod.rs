@@ -47,12 +47,17 @@ pub struct Order {
     /// The Kubernetes pod UID and the container the members' cgroups name.
     pub pod_uid: Option<String>,
     pub cgroup_container: Option<String>,
+    /// The pod's namespace and name, where the runtime's state names them.
+    pub pod: Option<crate::scan::PodName>,
+    /// The container's name: the Kubernetes container's in its pod, or a
+    /// Docker/Podman container's as its engine names it.
+    pub container_name: Option<String>,
 }
 
 impl Order {
     /// An order for a tree as one scan saw it: `members` root first.
     pub fn new(verdict: Verdict, reason: String, root: &Process, members: &[&Process]) -> Order {
-        let (pod_uid, cgroup_container) = crate::names::workload(members.iter().copied());
+        let w = crate::names::workload(members.iter().copied());
         Order {
             verdict,
             reason,
@@ -61,8 +66,10 @@ impl Order {
             members: members.iter().map(|p| p.id).collect(),
             checked_tick: members.iter().map(|p| p.checked_tick).min().unwrap_or(root.checked_tick),
             containers: Vec::new(),
-            pod_uid,
-            cgroup_container,
+            container_name: w.pod.as_ref().and_then(|p| p.container.clone()),
+            pod_uid: w.pod_uid,
+            cgroup_container: w.cgroup_container,
+            pod: w.pod,
         }
     }
 }

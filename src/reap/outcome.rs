@@ -65,6 +65,9 @@ pub struct Outcome {
     /// The Kubernetes pod UID and the container the tree's cgroups name.
     pub pod_uid: Option<String>,
     pub cgroup_container: Option<String>,
+    /// The pod's namespace and name, and the container's name (see [`super::Order`]).
+    pub pod: Option<crate::scan::PodName>,
+    pub container_name: Option<String>,
 }
 
 impl Outcome {
@@ -130,5 +133,7 @@ pub(super) fn outcome(r: Run, t0: Instant, before: Option<MemInfo>, s: &Settings
         containers: r.containers,
         pod_uid: r.order.pod_uid.clone(),
         cgroup_container: r.order.cgroup_container.clone(),
+        pod: r.order.pod.clone(),
+        container_name: r.order.container_name.clone(),
     }
 }

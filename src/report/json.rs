@@ -53,6 +53,11 @@ pub struct Tree {
     /// id) the members' cgroups name, where their details were read.
     pub pod_uid: Option<String>,
     pub cgroup_container: Option<String>,
+    /// The pod's namespace and name and the container's name, where the
+    /// container runtime's state on the node names them.
+    pub pod_namespace: Option<String>,
+    pub pod_name: Option<String>,
+    pub container_name: Option<String>,
 }
 
 /// One run client's container as `reaperctl scan` sees it.
@@ -253,7 +258,7 @@ pub fn build(a: &Assessment) -> ScanReport {
         .iter()
         .map(|j| {
             let root = &snap.procs[j.root];
-            let (pod_uid, cgroup_container) = crate::names::workload(j.members.iter().map(|&(m, _)| &snap.procs[m]));
+            let w = crate::names::workload(j.members.iter().map(|&(m, _)| &snap.procs[m]));
             Tree {
                 verdict: j.verdict,
                 reap: j.reap,
@@ -303,8 +308,11 @@ pub fn build(a: &Assessment) -> ScanReport {
                 grace_left_secs: j.grace_left.map(|d| d.as_secs_f64()),
                 containers: Vec::new(),
                 suspect: j.suspect.clone(),
-                pod_uid,
-                cgroup_container,
+                pod_namespace: w.pod.as_ref().map(|p| p.namespace.clone()),
+                pod_name: w.pod.as_ref().map(|p| p.name.clone()),
+                container_name: w.pod.and_then(|p| p.container),
+                pod_uid: w.pod_uid,
+                cgroup_container: w.cgroup_container,
             }
         })
         .collect();

@@ -169,6 +169,9 @@ pub fn outcome(o: &Outcome) {
                 reaper_container_bytes = container_bytes,
                 reaper_pod_uid = o.pod_uid.as_deref(),
                 reaper_cgroup_container = o.cgroup_container.as_deref(),
+                reaper_k8s_namespace = o.pod.as_ref().map(|p| p.namespace.as_str()),
+                reaper_k8s_pod = o.pod.as_ref().map(|p| p.name.as_str()),
+                reaper_container_name = o.container_name.as_deref(),
                 "{line}"
             )
         };
@@ -235,5 +238,21 @@ mod tests {
         // The one that failed to stop freed nothing.
         assert_eq!(get("reaper_container_bytes"), Some("3145728"), "{got:?}");
         assert_eq!(get("reaper_root_pid"), Some("4242"), "{got:?}");
+        assert_eq!(get("reaper_k8s_namespace"), None, "{got:?}");
+    }
+
+    #[test]
+    fn reap_entries_name_the_pod_and_the_container() {
+        let mut o = super::super::outcome::tests::outcome();
+        o.pod_uid = Some("1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d".into());
+        o.pod = Some(crate::scan::PodName { namespace: "agents".into(), name: "s-1".into(), container: None });
+        o.container_name = Some("mcp".into());
+        let fields = Fields::default();
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(fields.clone()), || outcome(&o));
+        let got = fields.0.lock().unwrap().clone();
+        let get = |k: &str| got.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("reaper_k8s_namespace"), Some("\"agents\""), "{got:?}");
+        assert_eq!(get("reaper_k8s_pod"), Some("\"s-1\""), "{got:?}");
+        assert_eq!(get("reaper_container_name"), Some("\"mcp\""), "{got:?}");
     }
 }

@@ -33,6 +33,7 @@ pub fn render(s: &Status) -> String {
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
     }
+    namespaces(&mut o, s);
     let _ = writeln!(
         o,
         "# HELP mcp_reaper_trees Server trees seen in the last scan, by verdict.\n# TYPE mcp_reaper_trees gauge"
@@ -65,6 +66,23 @@ pub fn render(s: &Status) -> String {
     by_verdict(&mut o, s);
     would_reap(&mut o, s);
     o
+}
+
+/// Trees reaped in Kubernetes pods by namespace: a bounded label set (see
+/// [`super::status::Totals::reaped_by_namespace`]), values escaped as the
+/// exposition format's label grammar requires.
+fn namespaces(o: &mut String, s: &Status) {
+    let name = "mcp_reaper_reaped_trees_by_namespace_total";
+    let _ = writeln!(
+        o,
+        "# HELP {name} Server trees terminated in Kubernetes pods, by the pod's namespace (at most {} namespaces; the rest as {}, pods known only by UID as {}).\n# TYPE {name} counter",
+        super::status::NAMESPACES,
+        super::status::OTHER_NAMESPACE,
+        super::status::UNKNOWN_NAMESPACE,
+    );
+    for (ns, n) in &s.totals.reaped_by_namespace {
+        let _ = writeln!(o, "{name}{{k8s_namespace=\"{}\"}} {n}", label(ns));
+    }
 }
 
 /// Which build runs, and in which mode: fleets join on these.
@@ -212,6 +230,7 @@ mod tests {
                 )]
                 .into_iter()
                 .collect(),
+                reaped_by_namespace: [("agents".to_string(), 3), ("_unknown".to_string(), 1)].into_iter().collect(),
             },
             lifetime: None,
             recent: vec![],
@@ -277,6 +296,18 @@ mod tests {
         assert_eq!(value("mcp_reaper_memory_pressure_threshold_percent", None), 10.0);
         assert_eq!(value("mcp_reaper_memory_pressure_above", None), 1.0);
         assert_eq!(value("mcp_reaper_memory_pressure_triggers_total", None), 3.0);
+        let by_ns = |ns: &str| {
+            scrape
+                .samples
+                .iter()
+                .find(|s| {
+                    s.metric == "mcp_reaper_reaped_trees_by_namespace_total"
+                        && s.labels.get("k8s_namespace") == Some(ns)
+                })
+                .map(|s| s.value.clone())
+        };
+        assert_eq!(by_ns("agents"), Some(prometheus_parse::Value::Counter(3.0)), "{text}");
+        assert_eq!(by_ns("_unknown"), Some(prometheus_parse::Value::Counter(1.0)), "{text}");
         let labelled = |name: &str, label: &str, value: &str| {
             scrape.samples.iter().find(|s| s.metric == name && s.labels.get(label) == Some(value)).map_or_else(
                 || panic!("{name}{{{label}={value}}} missing in\n{text}"),
@@ -328,6 +359,21 @@ mod tests {
         assert!(named > 20, "{named}");
         let dashboard: serde_json::Value = serde_json::from_str(shipped[2].1).expect("the dashboard is JSON");
         assert!(dashboard["panels"].as_array().is_some_and(|p| p.len() >= 10));
+    }
+
+    #[test]
+    fn namespaces_are_counted_up_to_the_bound_and_escaped() {
+        let mut t = Totals::default();
+        for i in 0..40 {
+            t.count_namespace(Some(&format!("ns-{i}")));
+        }
+        t.count_namespace(Some("ns-0"));
+        t.count_namespace(None);
+        let m = &t.reaped_by_namespace;
+        assert_eq!(m.len(), crate::report::status::NAMESPACES + 2, "{m:?}");
+        assert_eq!((m["ns-0"], m["_other"], m["_unknown"]), (2, 8, 1), "{m:?}");
+        assert!(!m.contains_key("ns-39"));
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
     #[test]

@@ -18,9 +18,17 @@ impl Outcome {
         })
     }
 
-    /// ` in pod UID, container containerd 0123456789ab`, when the cgroups say.
+    /// ` in pod agents/session-7f9c, container containerd 0123456789ab
+    /// (agent)` (the pod by its UID when no runtime state names it), when
+    /// the cgroups say.
     fn workload_words(&self) -> String {
-        match (&self.pod_uid, &self.cgroup_container) {
+        let pod = self.pod.as_ref().map(|p| crate::names::printable(&p.to_string()).into_owned());
+        let pod = pod.as_deref().or(self.pod_uid.as_deref());
+        let container = self.cgroup_container.as_deref().map(|c| match &self.container_name {
+            Some(n) => format!("{c} ({})", crate::names::printable(n)),
+            None => c.to_string(),
+        });
+        match (pod, container) {
             (Some(p), Some(c)) => format!(" in pod {p}, container {c}"),
             (Some(p), None) => format!(" in pod {p}"),
             (None, Some(c)) => format!(" in container {c}"),
@@ -129,6 +137,12 @@ struct Wire<'a> {
     /// id) the tree's cgroups name; null when they name none.
     pod_uid: Option<&'a str>,
     cgroup_container: Option<&'a str>,
+    /// The pod's namespace and name, where the container runtime's state
+    /// on the node names them, and the container's name (the Kubernetes
+    /// container's, or a Docker/Podman container's); null when unknown.
+    pod_namespace: Option<&'a str>,
+    pod_name: Option<&'a str>,
+    container_name: Option<&'a str>,
 }
 
 impl Serialize for Outcome {
@@ -161,6 +175,9 @@ impl Serialize for Outcome {
             containers: &self.containers,
             pod_uid: self.pod_uid.as_deref(),
             cgroup_container: self.cgroup_container.as_deref(),
+            pod_namespace: self.pod.as_ref().map(|p| p.namespace.as_str()),
+            pod_name: self.pod.as_ref().map(|p| p.name.as_str()),
+            container_name: self.container_name.as_deref(),
         }
         .serialize(s)
     }
@@ -171,6 +188,7 @@ pub(super) mod tests {
     use crate::ids::{Identity, Pid, StartTime};
     use crate::policy::Verdict;
     use crate::reap::{Memory, Outcome};
+    use serde_json::Value;
 
     /// A partly reaped tree (also for `log`'s tests).
     pub(in crate::report) fn outcome() -> Outcome {
@@ -200,6 +218,8 @@ pub(super) mod tests {
             containers: vec![],
             pod_uid: None,
             cgroup_container: None,
+            pod: None,
+            container_name: None,
         }
     }
 
@@ -215,7 +235,7 @@ pub(super) mod tests {
         assert_eq!((v["root_pid"].as_i64(), v["root_start_time"].as_u64()), (Some(4242), Some(123)));
         assert_eq!(v["member_count"], 4);
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys.len(), 27, "{keys:?}");
+        assert_eq!(keys.len(), 30, "{keys:?}");
         assert_eq!((&v["pod_uid"], &v["cgroup_container"]), (&serde_json::Value::Null, &serde_json::Value::Null));
     }
 
@@ -234,6 +254,29 @@ pub(super) mod tests {
         let v = serde_json::to_value(&o).unwrap();
         assert_eq!(v["pod_uid"], "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d");
         assert_eq!(v["cgroup_container"], "containerd 0123456789ab");
+        assert_eq!(
+            (&v["pod_namespace"], &v["pod_name"], &v["container_name"]),
+            (&Value::Null, &Value::Null, &Value::Null)
+        );
+        o.pod = Some(crate::scan::PodName {
+            namespace: "agents".into(),
+            name: "s-1".into(),
+            container: Some("mcp".into()),
+        });
+        o.container_name = Some("mcp".into());
+        let line = o.line();
+        assert!(
+            line.contains(
+                " (npm exec @playwright/mcp) in pod agents/s-1, container containerd 0123456789ab (mcp) members=4"
+            ),
+            "{line}"
+        );
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(
+            (&v["pod_namespace"], &v["pod_name"], &v["container_name"]),
+            (&"agents".into(), &"s-1".into(), &"mcp".into())
+        );
+        assert_eq!(v["pod_uid"], "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d");
     }
 
     #[test]

@@ -201,7 +201,21 @@ pub struct Totals {
     /// Trees reaped and memory returned per verdict (by its name).
     #[serde(default)]
     pub by_verdict: BTreeMap<String, VerdictTotals>,
+    /// Trees reaped in Kubernetes pods, by the pod's namespace (a metrics
+    /// label: per namespace, never per pod). At most [`NAMESPACES`] names;
+    /// later ones count as [`OTHER_NAMESPACE`], pods no runtime state names
+    /// as [`UNKNOWN_NAMESPACE`]. Shown to root only.
+    #[serde(default)]
+    pub reaped_by_namespace: BTreeMap<String, u64>,
 }
+
+/// Namespaces counted by name in [`Totals::reaped_by_namespace`].
+pub const NAMESPACES: usize = 32;
+/// The label of namespaces beyond [`NAMESPACES`]; no namespace is named so
+/// (Kubernetes names have no `_`).
+pub const OTHER_NAMESPACE: &str = "_other";
+/// The label of pods known by their UID alone.
+pub const UNKNOWN_NAMESPACE: &str = "_unknown";
 
 /// What the reaps of one verdict did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -237,6 +251,17 @@ impl Totals {
         let v = self.by_verdict.entry(e.verdict.as_str().to_string()).or_default();
         v.trees_reaped += u64::from(e.reaped);
         v.reclaimed_bytes += e.reclaimed_bytes;
+    }
+
+    /// Counts a tree reaped in a pod of `namespace` (`None`: unnamed).
+    pub fn count_namespace(&mut self, namespace: Option<&str>) {
+        let key = match namespace {
+            None => UNKNOWN_NAMESPACE,
+            Some(ns) if self.reaped_by_namespace.contains_key(ns) => ns,
+            Some(ns) if self.reaped_by_namespace.keys().filter(|k| !k.starts_with('_')).count() < NAMESPACES => ns,
+            Some(_) => OTHER_NAMESPACE,
+        };
+        *self.reaped_by_namespace.entry(key.to_string()).or_default() += 1;
     }
 }
 

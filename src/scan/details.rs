@@ -70,8 +70,11 @@ impl ProcFs {
         }
         if read_at(&dir, "cgroup", &mut buf).is_ok() {
             let text = String::from_utf8_lossy(&buf);
-            d.container = parse::container_of(&text)
-                .map(|name| super::process::CgroupContainer { name, pod_uid: parse::pod_of(&text) });
+            d.container = parse::container_ref(&text).map(|(engine, cid)| {
+                let pod_uid = parse::pod_of(&text);
+                let pod = pod_uid.as_deref().and_then(|uid| self.runtimes.pod(cid, uid));
+                super::process::CgroupContainer { name: format!("{engine} {}", &cid[..12]), pod_uid, pod }
+            });
             d.run_session = crate::session::cgroup::v2_path(&text).and_then(|p| crate::session::session_of_cgroup(&p));
             if let Some((v2, path, name)) = parse::cgroup_unit(&text) {
                 let main = self.cgroup_oldest(v2, &path, id);

@@ -31,6 +31,7 @@ pub mod parse;
 pub mod pressure;
 pub mod process;
 mod procfs;
+pub mod runtime;
 pub mod sockdiag;
 mod sockpoll;
 
@@ -46,6 +47,7 @@ pub use process::{
     Transport, Unit, boot_tick,
 };
 pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, ProcFs};
+pub use runtime::PodName;
 
 /// Errors that stop a scan as a whole (a single vanished process never does).
 #[derive(Debug)]

@@ -205,6 +205,12 @@ pub fn cgroup_unit(text: &str) -> Option<(bool, String, String)> {
 /// `cri-containerd-ID.scope`, `crio-ID.scope`, or the cgroupfs driver's
 /// `/docker/ID`, `/libpod_parent/libpod-ID`, `/kubepods/…/ID`.
 pub fn container_of(text: &str) -> Option<String> {
+    container_ref(text).map(|(engine, id)| format!("{engine} {}", &id[..12]))
+}
+
+/// The container engine and full (64 hex) id a cgroup file names: as
+/// [`container_of`], the id whole (runtimes keep their state by it).
+pub fn container_ref(text: &str) -> Option<(&'static str, &str)> {
     const ENGINES: [(&str, &str); 5] = [
         ("docker-", "docker"),
         ("libpod-", "podman"),
@@ -230,8 +236,8 @@ pub fn container_of(text: &str) -> Option<String> {
                     };
                     is_id(bare).then_some((engine, bare))
                 });
-            if let Some((engine, id)) = hit {
-                return Some(format!("{engine} {}", &id[..12]));
+            if hit.is_some() {
+                return hit;
             }
             parent = comp;
         }

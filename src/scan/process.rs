@@ -191,11 +191,14 @@ pub struct Transport {
 pub struct CgroupContainer {
     pub name: String,
     pub pod_uid: Option<String>,
+    /// The pod's namespace and name (and the container's), where the
+    /// runtime's state names them ([`super::runtime`]).
+    pub pod: Option<super::runtime::PodName>,
 }
 
 impl From<&str> for CgroupContainer {
     fn from(name: &str) -> CgroupContainer {
-        CgroupContainer { name: name.to_string(), pod_uid: None }
+        CgroupContainer { name: name.to_string(), pod_uid: None, pod: None }
     }
 }
 
@@ -314,6 +317,12 @@ impl Process {
     /// its details were read.
     pub fn container(&self) -> Option<&str> {
         self.details.as_ref().and_then(|d| d.container.as_ref()).map(|c| c.name.as_str())
+    }
+
+    /// The Kubernetes pod its container runs in, by namespace and name,
+    /// when the runtime's state names it.
+    pub fn pod(&self) -> Option<&super::runtime::PodName> {
+        self.details.as_ref().and_then(|d| d.container.as_ref()).and_then(|c| c.pod.as_ref())
     }
 
     /// The Kubernetes pod UID its cgroup names, when its details were read.

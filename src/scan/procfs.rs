@@ -71,6 +71,8 @@ pub struct ProcFs {
     pub(super) cgroup_mounts: std::sync::OnceLock<Vec<(bool, String, String)>>,
     /// Who held each stdin's far end last time (see `link.rs`); shared by clones.
     pub(super) hints: Arc<super::link::Hints>,
+    /// The container runtimes' state that names Kubernetes pods; shared by clones.
+    pub(super) runtimes: Arc<super::runtime::Runtimes>,
 }
 
 impl Default for ProcFs {
@@ -101,7 +103,29 @@ impl ProcFs {
             page_size: rustix::param::page_size() as u64,
             cgroup_mounts: std::sync::OnceLock::new(),
             hints: Arc::default(),
+            runtimes: Arc::new(super::runtime::Runtimes::default()),
         }
+    }
+
+    /// The name an engine gave container `id` when asked for `uid`'s tree
+    /// (`Some(None)`: asked, unknown), remembered by [`ProcFs::remember_engine_name`].
+    pub fn engine_name(&self, uid: u32, id: &str) -> Option<Option<String>> {
+        self.runtimes.engine_name(uid, id)
+    }
+
+    pub fn remember_engine_name(&self, uid: u32, id: &str, name: Option<String>) {
+        self.runtimes.remember_engine_name(uid, id, name);
+    }
+
+    /// This `/proc` with pods' names read from the runtime state below `root`
+    /// alone (a fixture tree in tests); `None`: the usual places
+    /// ([`super::runtime::DEFAULT_ROOTS`]).
+    #[must_use]
+    pub fn with_runtime_root(mut self, root: Option<&Path>) -> ProcFs {
+        if let Some(root) = root {
+            self.runtimes = Arc::new(super::runtime::Runtimes::new(root));
+        }
+        self
     }
 
     pub fn root(&self) -> &Path {

@@ -81,6 +81,8 @@ impl Session {
                 containers: Vec::new(),
                 pod_uid: None,
                 cgroup_container: None,
+                pod: None,
+                container_name: None,
             };
             for o in reap::terminate(procfs, vec![order], settings) {
                 ended.escalated |= o.escalated;
