@@ -463,23 +463,34 @@ fn journald_refusing_entries_is_said_once_per_outage_and_logs_go_to_stderr() {
         &how,
     );
     let down = "journald stopped accepting log entries";
-    // The queue is filled two ways: by the test (where the kernel holds a
-    // datagram socket to `net.unix.max_dgram_qlen` entries, that is enough),
-    // and by the daemon's own unread entries (where it counts them against
-    // the sender's buffer: a few hundred). SIGHUPs make those faster (one
-    // debug entry each) than one `reaperctl reload` per entry, which took
-    // minutes on a busy machine.
-    let filler = UnixDatagram::unbound().unwrap();
-    filler.set_nonblocking(true).unwrap();
+    // The test fills the journal's queue to `net.unix.max_dgram_qlen`. A
+    // sender's own buffer holds only a few hundred unread datagrams (the
+    // kernel charges them to it), so senders are added until a fresh one
+    // cannot queue even one: the receiving queue itself is full, and the
+    // daemon's next entry is refused at once, however busy the machine.
+    let mut fillers = Vec::new();
     let mut queued = 0;
     loop {
-        match filler.send_to(FILLER, jdir.join("socket")) {
-            Ok(_) => queued += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            Err(e) => panic!("filling the journal's queue: {e}"),
+        let filler = UnixDatagram::unbound().unwrap();
+        filler.set_nonblocking(true).unwrap();
+        let mut took = 0;
+        loop {
+            match filler.send_to(FILLER, jdir.join("socket")) {
+                Ok(_) => took += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("filling the journal's queue: {e}"),
+            }
+            assert!(queued + took < 1_000_000, "the journal's queue never filled");
         }
-        assert!(queued < 1_000_000, "the journal's queue never filled");
+        queued += took;
+        fillers.push(filler);
+        if took == 0 {
+            break;
+        }
+        assert!(fillers.len() < 10_000, "the journal's queue never filled ({queued} queued)");
     }
+    // SIGHUPs make the daemon log (one debug entry each) faster than one
+    // `reaperctl reload` per entry.
     let mut last = None;
     let daemon = rustix::process::Pid::from_raw(d.pid()).expect("the daemon's pid");
     let filled = wait_until(Duration::from_secs(300), || {
