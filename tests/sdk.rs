@@ -191,7 +191,9 @@ fn an_sdk_client_hosts_orphans_are_reaped_by_what_their_programs_import() {
 #[test]
 fn bystanders_with_stdio_links_in_an_mcp_project_stay() {
     // Orphaned with a pipe or a socket on stdio, in a directory whose
-    // pyproject.toml depends on mcp: none of them is that project's server.
+    // pyproject.toml depends on mcp: none of them is that project's server
+    // (an http.server, a Jupyter kernel, language servers, gopls, git's
+    // credential helpers, an ssh-agent).
     let f = Fixture::new("sdk-bystanders");
     let ls = f.path_str("pyright/langserver.index.js");
     let sb = Sandbox::new(vec![
@@ -205,11 +207,15 @@ fn bystanders_with_stdio_links_in_an_mcp_project_stay() {
             )
             .child(Spec::new(&["node", &ls, "--stdio"]).cwd(&f.path("weather")))
             .child(Spec::new(&["typescript-language-server", "--stdio"]).cwd(&f.path("node-weather")))
-            .child(Spec::new(&["rust-analyzer"]).cwd(&f.path("weather")).stdio_socket()),
+            .child(Spec::new(&["rust-analyzer"]).cwd(&f.path("weather")).stdio_socket())
+            .child(Spec::new(&["/home/u/go/bin/gopls", "serve"]).cwd(&f.path("weather")))
+            .child(Spec::new(&["git", "credential-cache--daemon", "/home/u/.cache/git/credential/socket"]))
+            .child(Spec::new(&["git-credential-libsecret", "get"]).cwd(&f.path("weather")))
+            .child(Spec::new(&["ssh-agent", "-D", "-a", "/tmp/ssh-x/agent.sock"]).stdio_socket()),
     ]);
     let host = sb.pid_of("python3 agent.py");
     let all: Vec<i32> = sb.ready().iter().filter(|r| r.ppid == host).map(|r| r.pid).collect();
-    assert_eq!(all.len(), 5, "{:#?}", sb.ready());
+    assert_eq!(all.len(), 9, "{:#?}", sb.ready());
     sb.kill_host(host);
     let v = once(&f, &sb);
     assert!(roots(&v).is_empty(), "{v:#}");
