@@ -47,12 +47,7 @@ pub fn questions(snap: &Snapshot, forest: &Forest, judgements: &[Judgement]) -> 
 /// Where `p` reads its protocol from, when that is a pipe or socket: fd 0,
 /// or the fd above 2 an SDK moved it to (see [`crate::scan::Transport`]).
 fn stdin_target(p: &Process) -> Option<&FdTarget> {
-    let d = p.details.as_ref()?;
-    if let Some(t) = d.fds[0].as_ref().filter(|t| t.kind().is_link()) {
-        return Some(t);
-    }
-    let input = d.transport_fds()?.input;
-    d.high_links.iter().find(|h| h.fd == input).map(|h| &h.target)
+    p.details.as_ref()?.transport_input().map(|(_, t)| t)
 }
 
 /// Whether `i`'s stdin is a link not yet looked at, and not simply `of`'s

@@ -73,8 +73,14 @@ fn stdio_link(p: &Process) -> Option<String> {
 }
 
 /// The transport of a server that keeps it above fd 2, if it does.
-pub(super) fn moved_transport(p: &Process) -> Option<crate::scan::Transport> {
+fn moved_transport(p: &Process) -> Option<crate::scan::Transport> {
     p.details.as_ref()?.transport_fds().filter(|t| t.input > 2)
+}
+
+/// Whether a server has a stdio link to anyone: a pipe or socket on fd 0 or
+/// 1, or a transport an SDK moved above fd 2.
+pub(super) fn has_stdio_link(p: &Process) -> bool {
+    fd_kinds(p).iter().any(|k| k.is_link()) || moved_transport(p).is_some()
 }
 
 pub(super) fn fd_kinds(p: &Process) -> [FdKind; 2] {
@@ -89,10 +95,10 @@ fn detached(snap: &Snapshot, servers: &[usize]) -> Option<String> {
     let mut why = Vec::new();
     for &s in servers {
         let p = &snap.procs[s];
-        let kinds = fd_kinds(p);
-        if kinds.iter().any(|k| k.is_link()) || moved_transport(p).is_some() {
+        if has_stdio_link(p) {
             return None;
         }
+        let kinds = fd_kinds(p);
         if kinds.iter().any(|&k| k != FdKind::Unknown) {
             why.push(format!(
                 "server {} has stdin {} and stdout {}",

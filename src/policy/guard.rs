@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::evidence::{fd_kinds, moved_transport};
+use super::evidence::{fd_kinds, has_stdio_link};
 use super::{Judgement, Verdict};
 use crate::config::Config;
 use crate::ids::{Pid, Uid};
@@ -71,9 +71,7 @@ impl Guard {
         let root_ns = snap.procs[j.root].details.as_deref().map(ns_key);
         j.members.iter().find_map(|&(m, _)| self.member(snap, m, root_ns)).or_else(|| {
             // Orphans are told from detached servers by their stdio.
-            let linked = j.servers.iter().any(|&s| {
-                fd_kinds(&snap.procs[s]).iter().any(|k| k.is_link()) || moved_transport(&snap.procs[s]).is_some()
-            });
+            let linked = j.servers.iter().any(|&s| has_stdio_link(&snap.procs[s]));
             let blind = j.servers.iter().find(|&&s| fd_kinds(&snap.procs[s]) == [FdKind::Unknown; 2]);
             blind
                 .filter(|_| j.verdict == Verdict::Orphan && !linked)

@@ -88,16 +88,6 @@ struct Look {
     buf: Vec<u8>,
 }
 
-/// The fd a process reads its protocol from and where it points: fd 0
-/// when that is a link, else the pipe above fd 2 an SDK moved it to.
-fn transport_input(d: &super::Details) -> Option<(u32, super::FdTarget)> {
-    if let Some(t) = d.fds[0].as_ref().filter(|t| t.kind().is_link()) {
-        return Some((0, t.clone()));
-    }
-    let input = d.transport_fds()?.input;
-    d.high_links.iter().find(|h| h.fd == input).map(|h| (input, h.target.clone()))
-}
-
 impl ProcFs {
     /// Answers each question into the process's [`Details::stdin`](super::Details)
     /// (processes without details, or whose stdin is no link, are skipped).
@@ -105,7 +95,11 @@ impl ProcFs {
         let mut look = Look::default();
         for q in questions {
             let p = &snap.procs[q.proc];
-            let Some((fd, target)) = p.details.as_ref().and_then(|d| transport_input(d)) else { continue };
+            let Some((fd, target)) =
+                p.details.as_ref().and_then(|d| d.transport_input()).map(|(fd, t)| (fd, t.clone()))
+            else {
+                continue;
+            };
             let ids = |i: &usize| snap.procs[*i].id;
             let expected = q.expected.map(|i| ids(&i));
             let search: Vec<Identity> = q.search.iter().map(ids).collect();

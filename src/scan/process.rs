@@ -230,6 +230,17 @@ impl Details {
     /// (an event loop's wake-up, whose both ends it holds) is no transport.
     /// A batch job started `</dev/null` keeps its stdout apart from its
     /// stderr, or holds no such pipes: `None`, no transport — detached.
+    /// The fd the process reads its protocol from and where it points, when
+    /// that is a pipe or socket: fd 0, else the pipe above fd 2 an SDK moved
+    /// it to ([`Details::transport_fds`]).
+    pub fn transport_input(&self) -> Option<(u32, &FdTarget)> {
+        if let Some(t) = self.fds[0].as_ref().filter(|t| t.kind().is_link()) {
+            return Some((0, t));
+        }
+        let input = self.transport_fds()?.input;
+        self.high_links.iter().find(|h| h.fd == input).map(|h| (input, &h.target))
+    }
+
     pub fn transport_fds(&self) -> Option<Transport> {
         if self.fd_kind(0).is_link() && self.fd_kind(1).is_link() {
             return Some(Transport { input: 0, output: 1 });
