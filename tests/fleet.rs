@@ -317,7 +317,7 @@ fn in_another_pid_namespace(engine: &Engine) {
         .subreaper()
         .child(Spec::new(CLAUDE).setsid().child(Spec::new(SERVER)))
         .child(Spec::new(&["node", "/home/u/src/app/node_modules/.bin/tsc", "--watch"]).stdio_null());
-    let c = PidNamespace::start(&unshare, &init);
+    let c = common::PidNamespace::start(&unshare, &init);
     let (pid1, host, server, watcher) =
         (c.pid_of("sleep infinity"), c.pid_of("claude"), c.pid_of("npx"), c.pid_of("node "));
     common::sigkill(host);
@@ -347,57 +347,6 @@ fn in_another_pid_namespace(engine: &Engine) {
     assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the namespace's orphan survived: {v:#}");
     for p in [pid1, watcher] {
         assert!(alive(p), "{p} must live: {v:#}");
-    }
-}
-
-/// A child PID namespace (`unshare --pid --fork`) whose PID 1 runs as
-/// `sleep infinity` with `init`'s stand-ins below it; everything in it ends
-/// with its PID 1 on drop. (tests/namespaces.rs has the same.)
-struct PidNamespace {
-    unshare: std::process::Child,
-    dir: common::TempDir,
-}
-
-impl PidNamespace {
-    fn start(unshare: &std::path::Path, init: &Spec) -> PidNamespace {
-        use std::process::{Command, Stdio};
-        let dir = common::TempDir::new("fleet-pidns");
-        let ready = dir.path().join("ready");
-        std::fs::write(&ready, "").unwrap();
-        let unshare = Command::new(unshare)
-            .args(["--pid", "--fork", "bash", "-c", "exec -a sleep \"$0\" infinity"])
-            .arg(common::fakeproc_path())
-            .env("FAKEPROC", init.to_json().to_string())
-            .env("FAKEPROC_READY", &ready)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("fakeproc.log")).unwrap())
-            .spawn()
-            .expect("spawning unshare");
-        let ns = PidNamespace { unshare, dir };
-        let ok = wait_until(Duration::from_secs(10), || {
-            std::fs::read_to_string(&ready).unwrap_or_default().lines().count() >= init.count()
-        });
-        assert!(ok, "the namespace's processes did not get ready: {:?}", std::fs::read_to_string(&ready));
-        ns
-    }
-
-    fn scope(&self) -> i32 {
-        self.unshare.id().cast_signed()
-    }
-
-    /// Outer pid of the one process inside whose command line starts with `prefix`.
-    fn pid_of(&self, prefix: &str) -> i32 {
-        common::one_below(self.scope(), prefix)
-    }
-}
-
-impl Drop for PidNamespace {
-    fn drop(&mut self) {
-        if let Some(&init) = common::descendants_of(self.scope()).first() {
-            common::sigkill(init);
-        }
-        let _ = self.unshare.wait();
     }
 }
 

@@ -15,10 +15,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Spec, TempDir, alive, descendants_of, pid_namespace_tool, sigkill, text, wait_until};
+use common::{PidNamespace, Spec, TempDir, alive, pid_namespace_tool, sigkill, text, wait_until};
 use serde_json::Value;
 
 const CLAUDE: &[&str] = &["claude", "--resume"];
@@ -117,61 +117,7 @@ fn daemon_inside_a_pid_namespace_reaps_in_pidfd_mode_long_before_its_interval() 
 
 // ------------------------------------------------------------ 2. judging a container from outside
 
-/// A child PID namespace: `unshare --pid --fork` whose PID 1 runs as
-/// `sleep infinity`. Ended (with everything in it) when dropped.
-struct Container {
-    unshare: Child,
-    dir: TempDir,
-}
-
-impl Container {
-    fn start(unshare: &Path, init: &Spec) -> Container {
-        let dir = TempDir::new("pidns-outside");
-        let ready = dir.path().join("ready");
-        std::fs::write(&ready, "").unwrap();
-        // bash's `exec -a` gives PID 1 the argv of a devcontainer's init.
-        let unshare = Command::new(unshare)
-            .args(["--pid", "--fork", "bash", "-c", "exec -a sleep \"$0\" infinity"])
-            .arg(common::fakeproc_path())
-            .env("FAKEPROC", init.to_json().to_string())
-            .env("FAKEPROC_READY", &ready)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("fakeproc.log")).unwrap())
-            .spawn()
-            .expect("spawning unshare");
-        let c = Container { unshare, dir };
-        let total = init.count();
-        let ok = wait_until(Duration::from_secs(60), || {
-            std::fs::read_to_string(&ready).unwrap_or_default().lines().count() >= total
-        });
-        assert!(ok, "the namespace's processes did not get ready: {:?}", std::fs::read_to_string(&ready));
-        c
-    }
-
-    fn scope(&self) -> i32 {
-        self.unshare.id().cast_signed()
-    }
-
-    /// Outer pid of the one process inside whose command line starts with
-    /// `prefix` (the ready file has the pids inside the namespace).
-    fn pid_of(&self, prefix: &str) -> i32 {
-        common::one_below(self.scope(), prefix)
-    }
-}
-
-impl Drop for Container {
-    fn drop(&mut self) {
-        // PID 1 of the namespace: the kernel ends everything else in it.
-        if let Some(&init) = descendants_of(self.scope()).first() {
-            sigkill(init);
-        }
-        let _ = self.unshare.wait();
-        let _ = &self.dir;
-    }
-}
-
-fn once(c: &Container, cfg: &Path) -> Value {
+fn once(c: &PidNamespace, cfg: &Path) -> Value {
     common::once_json(c.scope(), cfg)
 }
 
@@ -192,7 +138,7 @@ fn a_containers_orphans_are_reaped_from_outside_only_when_asked() {
         .child(Spec::new(CLAUDE).setsid().child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT))))
         .child(Spec::new(TSC_WATCH).stdio_null())
         .child(Spec::new(&["bash"]).setsid().exit_after_spawn().child(Spec::new(GITHUB_STDIO).stdio_null()));
-    let c = Container::start(&unshare, &init);
+    let c = PidNamespace::start(&unshare, &init);
     let (pid1, host, npm, node) =
         (c.pid_of("sleep infinity"), c.pid_of("claude"), c.pid_of("npm exec"), c.pid_of("node /home/u/.npm"));
     let (tsc, github) = (c.pid_of("node /home/u/src"), c.pid_of(GITHUB_STDIO[0]));

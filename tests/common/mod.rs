@@ -1130,3 +1130,60 @@ pub fn one_below(scope: i32, prefix: &str) -> i32 {
         _ => panic!("expected one process starting with {prefix:?} below {scope}: {hits:?}"),
     }
 }
+
+/// A PID namespace of the test's own, as a container is: `unshare --pid
+/// --fork` runs a `sleep infinity`-looking PID 1 (bash's `exec -a`, the
+/// argv of a devcontainer's init) whose first child is the `init` tree.
+/// Everything in it ends with it: PID 1 gets SIGKILL on drop.
+pub struct PidNamespace {
+    unshare: Child,
+    pub dir: TempDir,
+}
+
+impl PidNamespace {
+    /// Starts it and waits (60 s at most) until every process of `init`
+    /// reported ready.
+    pub fn start(unshare: &Path, init: &Spec) -> PidNamespace {
+        let dir = TempDir::new("pidns");
+        let ready = dir.path().join("ready");
+        std::fs::write(&ready, "").unwrap();
+        let unshare = Command::new(unshare)
+            .args(["--pid", "--fork", "bash", "-c", "exec -a sleep \"$0\" infinity"])
+            .arg(fakeproc_path())
+            .env("FAKEPROC", init.to_json().to_string())
+            .env("FAKEPROC_READY", &ready)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("fakeproc.log")).unwrap())
+            .spawn()
+            .expect("spawning unshare");
+        let ns = PidNamespace { unshare, dir };
+        let total = init.count();
+        let ok = wait_until(Duration::from_secs(60), || {
+            std::fs::read_to_string(&ready).unwrap_or_default().lines().count() >= total
+        });
+        assert!(ok, "the namespace's processes did not get ready: {:?}", std::fs::read_to_string(&ready));
+        ns
+    }
+
+    /// The `unshare` process outside: every process of the namespace is below it.
+    pub fn scope(&self) -> i32 {
+        self.unshare.id().cast_signed()
+    }
+
+    /// Outer pid of the one process inside whose command line starts with
+    /// `prefix` (the ready file has the pids inside the namespace).
+    pub fn pid_of(&self, prefix: &str) -> i32 {
+        one_below(self.scope(), prefix)
+    }
+}
+
+impl Drop for PidNamespace {
+    fn drop(&mut self) {
+        // PID 1 of the namespace: the kernel ends everything else in it.
+        if let Some(&init) = descendants_of(self.scope()).first() {
+            sigkill(init);
+        }
+        let _ = self.unshare.wait();
+    }
+}
