@@ -12,11 +12,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use std::time::Duration;
 
-use common::{Daemon, Launch, Sandbox, Spec, TempDir, alive, s, text, wait_until};
+use common::{Daemon, Launch, Sandbox, Spec, TempDir, alive, s, wait_until};
 use serde_json::{Value, json};
 
 /// A fixture home, a project and two directories each holding a weather.py.
@@ -80,17 +79,7 @@ fn scan(f: &Fixture, sb: &Sandbox) -> Value {
 }
 
 fn run(f: &Fixture, bin: &str, args: &[&str]) -> Value {
-    let out: Output = Command::new(bin)
-        .args(args)
-        .arg("--config")
-        .arg(f.config())
-        .env("HOME", f.path("home"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("running mcp-reaperd");
-    assert_eq!(out.status.code(), Some(0), "stdout:\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr));
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr)))
+    common::json_with_home(bin, args, &f.config(), &f.path("home"))
 }
 
 fn outcomes(v: &Value) -> Vec<&Value> {

@@ -19,10 +19,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, s, text, wait_until};
+use common::{Sandbox, Spec, TempDir, alive, s, wait_until};
 use serde_json::Value;
 
 const WEATHER_PY: &str = "\"\"\"The quickstart's weather server.\"\"\"\nimport sys\ntry:\n    from mcp.server.fastmcp import FastMCP\nexcept ImportError:\n    FastMCP = None\n\nmcp = FastMCP(\"weather\") if FastMCP else None\nfor line in sys.stdin:\n    pass\n";
@@ -81,17 +80,7 @@ fn run(f: &Fixture, bin: &str, args: &[&str]) -> Value {
 }
 
 fn run_with(f: &Fixture, cfg: &Path, bin: &str, args: &[&str]) -> Value {
-    let out = Command::new(bin)
-        .args(args)
-        .arg("--config")
-        .arg(cfg)
-        .env("HOME", f.path("home"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("running the reaper");
-    assert_eq!(out.status.code(), Some(0), "stdout:\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr));
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr)))
+    common::json_with_home(bin, args, cfg, &f.path("home"))
 }
 
 fn once(f: &Fixture, sb: &Sandbox) -> Value {

@@ -1187,3 +1187,19 @@ impl Drop for PidNamespace {
         let _ = self.unshare.wait();
     }
 }
+
+/// `bin ARGS… --config CFG` with `$HOME` set to `home`, asserting exit 0:
+/// its JSON report (a host's configs are read from the fixture's home).
+pub fn json_with_home(bin: &str, args: &[&str], cfg: &Path, home: &Path) -> Value {
+    let out = Command::new(bin)
+        .args(args)
+        .arg("--config")
+        .arg(cfg)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the reaper");
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON ({e}):\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr)))
+}
