@@ -436,6 +436,8 @@ mod abandon_tests;
 #[cfg(test)]
 mod corpus;
 #[cfg(test)]
+mod corpus_live;
+#[cfg(test)]
 mod evidence_tests;
 #[cfg(test)]
 mod guard_tests;
