@@ -34,13 +34,10 @@
 //! [`WINDOW`] (an image pulled first) is reaped without its container, and
 //! its reason says so.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
-
-use super::{Engine, Inspect, RunArgs, same_image};
-use crate::access::{Cred, Denied};
+use super::cidfile::read_cidfile;
+use super::{Client, Container, Engine, Inspect, RunArgs, same_image};
 
 /// How long after its client's start a container may have been created: a
 /// local image, a busy machine. Larger lets more of a user's own clients
@@ -49,71 +46,6 @@ const WINDOW: Duration = Duration::from_secs(5);
 /// A container is created after its client started; this much earlier
 /// covers the start time's 10 ms ticks and the uptime's rounding.
 const EARLIER: Duration = Duration::from_millis(500);
-/// A cidfile holds one 64-digit id and a newline.
-const MAX_CIDFILE: u64 = 128;
-
-/// A client as the plan read it.
-#[derive(Clone, Debug)]
-pub struct Client {
-    pub pid: i32,
-    pub started: SystemTime,
-    pub run: RunArgs,
-    /// Its working directory, for a relative `--cidfile`.
-    pub cwd: Option<PathBuf>,
-    /// Its user: its cidfile is read with their rights.
-    pub user: Cred,
-}
-
-/// The container of a client: what stopping it and reporting it need.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Container {
-    pub id: String,
-    pub name: String,
-    pub image: String,
-    /// The engine's socket.
-    pub socket: PathBuf,
-    /// Its init process on the host (for its cgroup), 0 if unknown.
-    pub pid: u32,
-    /// The client asked for `--rm`.
-    pub rm: bool,
-    /// The engine removes it when it stops (`HostConfig.AutoRemove`).
-    pub auto_remove: bool,
-    /// How it was tied to the client: `name`, `cidfile` or `match`.
-    pub found_by: &'static str,
-    /// Docker's attach flags: set unless it was run detached.
-    #[serde(skip)]
-    pub attached: bool,
-    /// Whose rights reach the engine (the client's user): every call that
-    /// ends it is checked again.
-    #[serde(skip)]
-    pub user: Option<Cred>,
-}
-
-impl Container {
-    pub fn short_id(&self) -> &str {
-        self.id.get(..12).unwrap_or(&self.id)
-    }
-
-    fn of(c: &Inspect, engine: &Engine, client: &Client, found_by: &'static str) -> Container {
-        Container {
-            id: c.id.clone(),
-            name: c.name().to_string(),
-            image: c.config.image.clone(),
-            socket: engine.socket.clone(),
-            pid: u32::try_from(c.state.pid).unwrap_or(0),
-            rm: client.run.rm,
-            auto_remove: c.host_config.auto_remove,
-            found_by,
-            attached: c.config.attached(),
-            user: engine.user.clone(),
-        }
-    }
-
-    /// The engine that runs it, reached with the same rights as when found.
-    pub fn engine(&self) -> Engine {
-        Engine { socket: self.socket.clone(), user: self.user.clone() }
-    }
-}
 
 /// A span of time in words: `0.8 s`, `42 s`, `3m5s`, `3h0m`.
 fn span(d: Duration) -> String {
@@ -253,31 +185,6 @@ async fn by_reference(
     })
 }
 
-/// The container id a `--cidfile` holds: 64 hex digits (what Docker and
-/// Podman write), read with the client's user's rights: a regular file
-/// they own and may read, at most 128 bytes (a FIFO, a device, another
-/// user's file is never opened). Nothing but an id comes out of it (no
-/// other content reaches a request, a log line or a reason).
-fn read_cidfile(client: &Client, file: &Path) -> Result<String, String> {
-    let path = match &client.cwd {
-        _ if file.is_absolute() => file.to_path_buf(),
-        Some(cwd) => cwd.join(file),
-        None => return Err(format!("its --cidfile {} is relative to a directory not known", file.display())),
-    };
-    let shown = path.display();
-    let bytes = match crate::userfile::read_as(&path, &client.user, MAX_CIDFILE) {
-        Ok(b) => b,
-        Err(Denied::Missing(_)) => return Err(format!("its --cidfile {shown} does not exist")),
-        Err(Denied::Refused(why)) => return Err(format!("its --cidfile {shown} not read: {why}")),
-    };
-    let id = std::str::from_utf8(&bytes).unwrap_or_default().trim();
-    if id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(id.to_string())
-    } else {
-        Err(format!("its --cidfile {shown} holds no container id"))
-    }
-}
-
 async fn by_match(client: &Client, e: &Engine) -> Result<Found, super::EngineError> {
     let started_secs = client.started.duration_since(SystemTime::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let mut out = Found::default();
@@ -300,6 +207,7 @@ async fn by_match(client: &Client, e: &Engine) -> Result<Found, super::EngineErr
 mod tests {
 
     use super::*;
+    use crate::access::Cred;
     use crate::engine::block_on;
 
     /// An engine answering `GET path` from `answers` (404 otherwise), one

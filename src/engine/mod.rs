@@ -33,6 +33,8 @@
 //! themselves. Which container is the client's is [`find`]'s to prove.
 
 mod api;
+mod cidfile;
+mod container;
 pub mod context;
 mod environ;
 #[cfg(test)]
@@ -49,8 +51,9 @@ use hyper::Method;
 use crate::access::Cred;
 
 pub use api::{Inspect, rfc3339};
+pub use container::{Client, Container};
 pub use environ::{host_var, local_socket, read as read_environ};
-pub use find::{Client, Container, find};
+pub use find::find;
 pub use http::{CALL_LIMIT, CallError, block_on};
 pub use run_args::{EngineKind, RunArgs, same_image};
 
