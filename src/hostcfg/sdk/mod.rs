@@ -37,9 +37,16 @@ use crate::program::Via;
 use crate::scan::{ProcFs, Process, Snapshot};
 use crate::tree::Forest;
 
+mod binary;
 mod candidate;
+mod go;
+mod java;
 mod manifest;
+mod programs;
 mod script;
+#[cfg(test)]
+mod tests;
+mod venv;
 
 use candidate::{stdio_linked, would_hang_below_adopter_or_host};
 use manifest::{Manifest, is_entry, manifest};
@@ -90,6 +97,8 @@ pub struct SdkCache {
     /// Processes found without a stdio transport, and when: looked at again
     /// after [`RELOOK`].
     unlinked: HashMap<Identity, Instant>,
+    /// Binaries and jars, with the main class looked for ([`programs`]).
+    programs: HashMap<(Stamp, String), Option<Evidence>>,
 }
 
 /// How long a process found without a stdio transport is not looked at again.
@@ -114,7 +123,7 @@ impl SdkCache {
             if forest.role(i) != Role::Other || forest.origins.contains_key(&i) {
                 continue;
             }
-            if !matches!(p.program.via, Via::Script | Via::Runner) {
+            if !matches!(p.program.via, Via::Script | Via::Runner | Via::Exec) {
                 continue;
             }
             let argv = hash(&p.cmdline);
@@ -169,16 +178,25 @@ impl SdkCache {
         if self.manifests.len() > 4096 {
             self.manifests.clear();
         }
+        if self.programs.len() > 4096 {
+            self.programs.clear();
+        }
     }
 
     /// The evidence of one candidate.
     fn evidence(&mut self, p: &Process, dir: &Path, uid: u32) -> Option<Evidence> {
+        if p.program.via == Via::Exec {
+            return self.of_binary(dir, uid);
+        }
         let words: Vec<&str> = p.cmdline.split(' ').collect();
-        let lang = lang_of(words.first()?)?;
         let cwd = std::fs::read_link(dir.join("cwd")).ok().filter(|c| c.is_absolute())?;
         let (word, _) = word_at(&p.cmdline, p.program.name_span());
-        let module = module_flag(&words, word);
-        if module && lang == Lang::Python {
+        if words.first()?.rsplit('/').next() == Some("java") {
+            return self.of_java(&words, word, &cwd, uid);
+        }
+        let lang = lang_of(words.first()?)?;
+        let interp = crate::hostcfg::matching::normalize(&cwd.join(words[0]));
+        if module_flag(&words, word) && lang == Lang::Python {
             // `python -m weather`: the module's file in the working directory.
             let rel: PathBuf = word.split('.').collect();
             let file = [rel.with_extension("py"), rel.join("__main__.py")]
@@ -189,9 +207,11 @@ impl SdkCache {
                 Says::Server(m) => Some(imports(m, &file)),
                 Says::Client => None,
                 Says::Nothing => {
-                    let (path, m) = self.manifest_from(&cwd, lang, uid)?;
-                    let sdk = m.sdk.filter(|_| path.parent() == Some(cwd.as_path()))?;
-                    Some(declares(sdk, &path))
+                    let declared = self.manifest_from(&cwd, lang, uid).and_then(|(path, m)| {
+                        let sdk = m.sdk.filter(|_| path.parent() == Some(cwd.as_path()))?;
+                        Some(declares(sdk, &path))
+                    });
+                    declared.or_else(|| self.through_venv(&interp, &file, uid))
                 }
             };
         }
@@ -200,10 +220,12 @@ impl SdkCache {
             Says::Server(m) => Some(imports(m, &script)),
             Says::Client => None,
             Says::Nothing => {
-                let (path, m) = self.manifest_from(script.parent()?, lang, uid)?;
-                let root = path.parent()?;
-                let sdk = m.sdk.clone().filter(|_| is_entry(&m, root, &script))?;
-                Some(declares(sdk, &path))
+                let declared = self.manifest_from(script.parent()?, lang, uid).and_then(|(path, m)| {
+                    let root = path.parent()?;
+                    let sdk = m.sdk.clone().filter(|_| is_entry(&m, root, &script))?;
+                    Some(declares(sdk, &path))
+                });
+                declared.or_else(|| (lang == Lang::Python).then(|| self.through_venv(&interp, &script, uid)).flatten())
             }
         }
     }
@@ -257,11 +279,11 @@ fn hash(text: &str) -> u64 {
 }
 
 fn imports(found: String, file: &Path) -> Evidence {
-    Evidence { kind: "imports", found, file: file.display().to_string() }
+    Evidence { kind: "imports", found, file: file.display().to_string(), via: None }
 }
 
 fn declares(found: String, file: &Path) -> Evidence {
-    Evidence { kind: "declares", found, file: file.display().to_string() }
+    Evidence { kind: "declares", found, file: file.display().to_string(), via: None }
 }
 
 /// The language of an interpreter by argv\[0\].
