@@ -1,5 +1,6 @@
-//! Which processes are looked at: those with a stdio transport whose tree
-//! would hang below an adopter or a live host.
+//! Which processes are looked at — those with a stdio transport whose tree
+//! would hang below an adopter or a live host — and what their argv names:
+//! the interpreter's language, the entry word, a `-m` module.
 
 use std::path::Path;
 
@@ -7,6 +8,8 @@ use crate::config::Role;
 use crate::ids::Pid;
 use crate::scan::{FdKind, FdTarget, ProcFs, Process, Snapshot};
 use crate::tree::Forest;
+
+use super::Lang;
 
 /// Whether it has a stdio transport ([`crate::scan::Details::transport_fds`]):
 /// fds 0 and 1 both a pipe or a socket, or the host's pipes kept above 2
@@ -48,4 +51,29 @@ pub fn would_hang_below_adopter_or_host(snap: &Snapshot, forest: &Forest, i: usi
     }
     // Its parent is outside what this reaper sees (another namespace).
     true
+}
+
+/// The language of an interpreter by argv\[0\].
+pub fn lang_of(argv0: &str) -> Option<Lang> {
+    let base = argv0.rsplit('/').next()?;
+    if base.starts_with("python") || base.starts_with("pypy") {
+        Some(Lang::Python)
+    } else if ["node", "nodejs", "bun", "deno", "tsx", "ts-node"].iter().any(|n| base.starts_with(n)) {
+        Some(Lang::Js)
+    } else {
+        None
+    }
+}
+
+/// Whether `word` follows `-m` among `words`.
+pub fn module_flag(words: &[&str], word: &str) -> bool {
+    words.windows(2).any(|w| w[0] == "-m" && w[1] == word)
+}
+
+/// The whitespace-delimited word around `name`, and the text before it.
+pub fn word_at(text: &str, name: crate::program::Span) -> (&str, &str) {
+    let (s, e) = (name.start as usize, name.end as usize);
+    let start = text[..s.min(text.len())].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let end = text[e.min(text.len())..].find(char::is_whitespace).map_or(text.len(), |i| e + i);
+    (&text[start..end], &text[..start])
 }

@@ -11,7 +11,11 @@
 //!   `StdioServerTransport`, npm `fastmcp`);
 //! - or that entry is its project's declared entry (`package.json` `main` or
 //!   `bin`; a `[project.scripts]` console script, or a `-m` module in the
-//!   project directory) and the project's manifest depends on the SDK.
+//!   project directory) and the project's manifest depends on the SDK;
+//! - or, run by a venv that has the SDK, a module its entry imports imports
+//!   the server half ([`venv`]);
+//! - a native program's binary is built with a Go SDK and links its server
+//!   ([`go`]); a `java` program's jar holds the Java SDK's server ([`java`]).
 //!
 //! A client (`mcp.client`, `stdio_client`, `ClientSession`,
 //! `@modelcontextprotocol/sdk/client`, `StdioClientTransport`) is a host's
@@ -21,9 +25,10 @@
 //! ([`crate::scan::Details::transport_fds`]); one on `/dev/null` or a
 //! terminal without those was started to run on its own — and whose tree
 //! would hang below an adopter or a live host.
-//! Files are read as their owner ([`crate::userfile`]: owned by the
-//! process's user, regular, capped), cached per (device, inode, mtime); a
-//! process's verdict is decided once per identity.
+//! Scripts and manifests are read as their owner ([`crate::userfile`]:
+//! owned by the process's user, regular, capped), binaries and jars as the
+//! process's user in bounded pieces ([`binary`]), cached per (device,
+//! inode, mtime); a process's verdict is decided once per identity.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -48,7 +53,7 @@ mod script;
 mod tests;
 mod venv;
 
-use candidate::{stdio_linked, would_hang_below_adopter_or_host};
+use candidate::{lang_of, module_flag, stdio_linked, word_at, would_hang_below_adopter_or_host};
 use manifest::{Manifest, is_entry, manifest};
 use script::analyse;
 
@@ -284,29 +289,4 @@ fn imports(found: String, file: &Path) -> Evidence {
 
 fn declares(found: String, file: &Path) -> Evidence {
     Evidence { kind: "declares", found, file: file.display().to_string(), via: None }
-}
-
-/// The language of an interpreter by argv\[0\].
-fn lang_of(argv0: &str) -> Option<Lang> {
-    let base = argv0.rsplit('/').next()?;
-    if base.starts_with("python") || base.starts_with("pypy") {
-        Some(Lang::Python)
-    } else if ["node", "nodejs", "bun", "deno", "tsx", "ts-node"].iter().any(|n| base.starts_with(n)) {
-        Some(Lang::Js)
-    } else {
-        None
-    }
-}
-
-/// Whether `word` follows `-m` among `words`.
-fn module_flag(words: &[&str], word: &str) -> bool {
-    words.windows(2).any(|w| w[0] == "-m" && w[1] == word)
-}
-
-/// The whitespace-delimited word around `name`, and the text before it.
-fn word_at(text: &str, name: crate::program::Span) -> (&str, &str) {
-    let (s, e) = (name.start as usize, name.end as usize);
-    let start = text[..s.min(text.len())].rfind(char::is_whitespace).map_or(0, |i| i + 1);
-    let end = text[e.min(text.len())..].find(char::is_whitespace).map_or(text.len(), |i| e + i);
-    (&text[start..end], &text[..start])
 }
