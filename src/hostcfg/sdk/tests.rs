@@ -63,8 +63,10 @@ fn info() -> Vec<u8> {
 fn a_go_binary_is_read_within_its_budget_whatever_it_claims() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("server");
-    // A 20 MiB function table at 4 GiB (sparse), the server's name at its end.
-    let mut pcln = vec![0u8; 20 << 20];
+    // A 20 MiB function table at 4 GiB (sparse) of names like a real one's
+    // (near misses: the SDK's `mcp` package), the server's name at its end.
+    let near = b"github.com/mark3labs/mcp-go/mcp.(*CallToolRequest).GetArguments\0runtime.gcBgMarkWorker\0";
+    let mut pcln: Vec<u8> = near.iter().copied().cycle().take(20 << 20).collect();
     let name = b"github.com/mark3labs/mcp-go/server.(*MCPServer).Listen";
     let n = pcln.len();
     pcln[n - 100..n - 100 + name.len()].copy_from_slice(name);
