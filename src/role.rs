@@ -100,21 +100,37 @@ impl Origin {
 /// What made a process a server, for explanations and `reaperctl scan`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SdkEvidence {
-    /// `imports` (its entry imports the SDK's server half) or `declares`
-    /// (its project depends on the SDK and this is the project's entry).
+    /// `imports` (its entry imports the SDK's server half), `declares`
+    /// (its project depends on the SDK and this is the project's entry),
+    /// `venv` (its venv has the SDK and a module its entry imports imports
+    /// the server half), `built` (a Go binary built with the SDK's module,
+    /// linking its server) or `holds` (a jar holding the SDK's server).
     pub kind: &'static str,
-    /// The module, import or dependency found (`mcp.server.fastmcp`).
+    /// The module, import, dependency, package or class found
+    /// (`mcp.server.fastmcp`, `github.com/mark3labs/mcp-go/server`).
     pub found: String,
     /// The file it was found in.
     pub file: String,
+    /// What led there: `venv` the SDK and the module followed
+    /// (`mcp.server weather.server`), `built` the module and its version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 impl SdkEvidence {
     /// `its script imports mcp.server.fastmcp (/home/u/weather/weather.py)`.
     pub fn describe(&self) -> String {
+        let (f, file) = (&self.found, &self.file);
+        let via = self.via.as_deref().unwrap_or_default();
         match self.kind {
-            "imports" => format!("its script imports {} ({})", self.found, self.file),
-            _ => format!("its project declares {} ({}) and this is its entry", self.found, self.file),
+            "imports" => format!("its script imports {f} ({file})"),
+            "venv" => {
+                let (sdk, module) = via.split_once(' ').unwrap_or((via, ""));
+                format!("its venv has {sdk} and its module {module} imports {f} ({file})")
+            }
+            "built" => format!("its binary is built with {via} and links {f} ({file})"),
+            "holds" => format!("its jar holds {f} ({file})"),
+            _ => format!("its project declares {f} ({file}) and this is its entry"),
         }
     }
 }

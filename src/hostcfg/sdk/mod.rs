@@ -1,0 +1,292 @@
+//! Program evidence: a process is an MCP server when its own program says
+//! so, for the servers no name pattern and no host config knows (issue 23):
+//! the quickstart's `python weather.py` started by a host built on the SDK's
+//! `stdio_client`, which has no config file at all.
+//!
+//! What counts:
+//! - its entry — the script an interpreter runs, or the `-m` module's file
+//!   in its working directory — imports the server half of an MCP SDK
+//!   (Python `mcp.server…`, `fastmcp`, `FastMCP(`; TypeScript
+//!   `@modelcontextprotocol/sdk/server…`, `McpServer`,
+//!   `StdioServerTransport`, npm `fastmcp`);
+//! - or that entry is its project's declared entry (`package.json` `main` or
+//!   `bin`; a `[project.scripts]` console script, or a `-m` module in the
+//!   project directory) and the project's manifest depends on the SDK;
+//! - or, run by a venv that has the SDK, a module its entry imports imports
+//!   the server half ([`venv`]);
+//! - a native program's binary is built with a Go SDK and links its server
+//!   ([`go`]); a `java` program's jar holds the Java SDK's server ([`java`]).
+//!
+//! A client (`mcp.client`, `stdio_client`, `ClientSession`,
+//! `@modelcontextprotocol/sdk/client`, `StdioClientTransport`) is a host's
+//! half, never a server, whatever else it imports. Only candidates are read:
+//! processes in scope with a stdio transport — fds 0 and 1 both a pipe or a
+//! socket, or the Python SDK 2.x's pipes kept above fd 2
+//! ([`crate::scan::Details::transport_fds`]); one on `/dev/null` or a
+//! terminal without those was started to run on its own — and whose tree
+//! would hang below an adopter or a live host.
+//! Scripts and manifests are read as their owner ([`crate::userfile`]:
+//! owned by the process's user, regular, capped), binaries and jars as the
+//! process's user in bounded pieces ([`binary`]), cached per (device,
+//! inode, mtime); a process's verdict is decided once per identity.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, Role, RoleMatch};
+use crate::ids::Identity;
+use crate::program::Via;
+use crate::scan::{ProcFs, Process, Snapshot};
+use crate::tree::Forest;
+
+mod binary;
+mod candidate;
+mod go;
+mod java;
+mod manifest;
+mod programs;
+mod script;
+#[cfg(test)]
+mod tests;
+mod venv;
+
+use candidate::{lang_of, module_flag, stdio_linked, word_at, would_hang_below_adopter_or_host};
+use manifest::{Manifest, is_entry, manifest};
+use script::analyse;
+
+/// At most this much of an entry script is read: imports are at the top,
+/// and a larger file (a bundle) is not read at all.
+pub const MAX_SCRIPT: u64 = 32 << 10;
+/// One manifest (`package.json`, `pyproject.toml`).
+pub const MAX_MANIFEST: u64 = 256 << 10;
+/// Directories walked up from an entry to its manifest.
+const MANIFEST_DEPTH: usize = 6;
+/// New processes looked at per cycle: a burst of candidates costs a bounded
+/// number of reads; the rest are looked at in the next cycles.
+const PER_CYCLE: usize = 64;
+
+/// Kept beside the roles it explains, so `tree` needs nothing of this stage.
+pub use crate::role::SdkEvidence as Evidence;
+
+/// What a file's text says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Says {
+    Server(String),
+    Client,
+    Nothing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lang {
+    Python,
+    Js,
+}
+
+type Stamp = (u64, u64, i64, i64);
+
+fn stamp(m: &std::fs::Metadata) -> Stamp {
+    (m.dev(), m.ino(), m.mtime(), m.mtime_nsec())
+}
+
+/// The reads of earlier cycles.
+#[derive(Default)]
+pub struct SdkCache {
+    scripts: HashMap<PathBuf, (Stamp, Says)>,
+    manifests: HashMap<PathBuf, (Stamp, Option<Manifest>)>,
+    /// Per process, with a hash of the command line it was decided for (an
+    /// exec keeps the identity, not the program).
+    decided: HashMap<Identity, (u64, Option<Arc<Evidence>>)>,
+    /// Processes found without a stdio transport, and when: looked at again
+    /// after [`RELOOK`].
+    unlinked: HashMap<Identity, Instant>,
+    /// Binaries and jars, with the main class looked for ([`programs`]).
+    programs: HashMap<(Stamp, String), Option<Evidence>>,
+}
+
+/// How long a process found without a stdio transport is not looked at again.
+const RELOOK: Duration = Duration::from_secs(30);
+
+impl SdkCache {
+    /// Makes servers of the candidates whose program declares a server SDK.
+    pub fn apply(
+        &mut self,
+        procfs: &ProcFs,
+        cfg: &Config,
+        snap: &Snapshot,
+        forest: &mut Forest,
+        eligible: &dyn Fn(u32) -> bool,
+    ) {
+        let mut fresh = 0;
+        let mut found = Vec::new();
+        for (i, p) in snap.procs.iter().enumerate() {
+            if p.kernel_thread || p.cmdline.is_empty() || p.state.is_zombie() || !forest.in_scope(i) {
+                continue;
+            }
+            if forest.role(i) != Role::Other || forest.origins.contains_key(&i) {
+                continue;
+            }
+            if !matches!(p.program.via, Via::Script | Via::Runner | Via::Exec) {
+                continue;
+            }
+            let argv = hash(&p.cmdline);
+            if let Some((h, known)) = self.decided.get(&p.id)
+                && *h == argv
+            {
+                if let Some(e) = known {
+                    found.push((i, Arc::clone(e)));
+                }
+                continue;
+            }
+            if fresh >= PER_CYCLE
+                || !would_hang_below_adopter_or_host(snap, forest, i)
+                || cfg.matcher.is_bystander(crate::tree::subject(p))
+            {
+                continue;
+            }
+            if self.unlinked.get(&p.id).is_some_and(|t| t.elapsed() < RELOOK) {
+                continue;
+            }
+            let dir = procfs.root().join(p.pid().get().to_string());
+            let Some(uid) = p.uid().map(|u| u.0).or_else(|| std::fs::metadata(&dir).ok().map(|m| m.uid())) else {
+                continue;
+            };
+            if !eligible(uid) {
+                self.decided.insert(p.id, (argv, None));
+                continue;
+            }
+            if !stdio_linked(procfs, p, &dir) {
+                // Its stdio may still move (an SDK dups its pipes once serving).
+                self.unlinked.insert(p.id, Instant::now());
+                continue;
+            }
+            fresh += 1;
+            let e = self.evidence(p, &dir, uid).map(Arc::new);
+            self.decided.insert(p.id, (argv, e.clone()));
+            if let Some(e) = e {
+                found.push((i, e));
+            }
+        }
+        for (i, e) in found {
+            let protect = forest.roles[i].protect;
+            forest.roles[i] = RoleMatch { role: Role::Server, pattern: None, protect };
+            forest.sdk.insert(i, e);
+        }
+        let present: std::collections::HashSet<Identity> = snap.procs.iter().map(|p| p.id).collect();
+        self.decided.retain(|id, _| present.contains(id));
+        self.unlinked.retain(|id, _| present.contains(id));
+        if self.scripts.len() > 4096 {
+            self.scripts.clear();
+        }
+        if self.manifests.len() > 4096 {
+            self.manifests.clear();
+        }
+        if self.programs.len() > 4096 {
+            self.programs.clear();
+        }
+    }
+
+    /// The evidence of one candidate.
+    fn evidence(&mut self, p: &Process, dir: &Path, uid: u32) -> Option<Evidence> {
+        if p.program.via == Via::Exec {
+            return self.of_binary(dir, uid);
+        }
+        let words: Vec<&str> = p.cmdline.split(' ').collect();
+        let cwd = std::fs::read_link(dir.join("cwd")).ok().filter(|c| c.is_absolute())?;
+        let (word, _) = word_at(&p.cmdline, p.program.name_span());
+        if words.first()?.rsplit('/').next() == Some("java") {
+            return self.of_java(&words, word, &cwd, uid);
+        }
+        let lang = lang_of(words.first()?)?;
+        let interp = crate::hostcfg::matching::normalize(&cwd.join(words[0]));
+        if module_flag(&words, word) && lang == Lang::Python {
+            // `python -m weather`: the module's file in the working directory.
+            let rel: PathBuf = word.split('.').collect();
+            let file = [rel.with_extension("py"), rel.join("__main__.py")]
+                .into_iter()
+                .map(|r| cwd.join(r))
+                .find(|f| f.is_file())?;
+            return match self.says(&file, lang, uid) {
+                Says::Server(m) => Some(imports(m, &file)),
+                Says::Client => None,
+                Says::Nothing => {
+                    let declared = self.manifest_from(&cwd, lang, uid).and_then(|(path, m)| {
+                        let sdk = m.sdk.filter(|_| path.parent() == Some(cwd.as_path()))?;
+                        Some(declares(sdk, &path))
+                    });
+                    declared.or_else(|| self.through_venv(&interp, &file, uid))
+                }
+            };
+        }
+        let script = crate::hostcfg::matching::normalize(&cwd.join(word));
+        match self.says(&script, lang, uid) {
+            Says::Server(m) => Some(imports(m, &script)),
+            Says::Client => None,
+            Says::Nothing => {
+                let declared = self.manifest_from(script.parent()?, lang, uid).and_then(|(path, m)| {
+                    let root = path.parent()?;
+                    let sdk = m.sdk.clone().filter(|_| is_entry(&m, root, &script))?;
+                    Some(declares(sdk, &path))
+                });
+                declared.or_else(|| (lang == Lang::Python).then(|| self.through_venv(&interp, &script, uid)).flatten())
+            }
+        }
+    }
+
+    fn says(&mut self, file: &Path, lang: Lang, uid: u32) -> Says {
+        let Ok(meta) = std::fs::metadata(file) else { return Says::Nothing };
+        let st = stamp(&meta);
+        if let Some((s, says)) = self.scripts.get(file)
+            && *s == st
+        {
+            return says.clone();
+        }
+        let says = crate::userfile::read(file, uid, MAX_SCRIPT)
+            .map_or(Says::Nothing, |b| analyse(&String::from_utf8_lossy(&b), lang));
+        self.scripts.insert(file.to_path_buf(), (st, says.clone()));
+        says
+    }
+
+    /// The nearest manifest at or above `from`, if it declares the SDK.
+    fn manifest_from(&mut self, from: &Path, lang: Lang, uid: u32) -> Option<(PathBuf, Manifest)> {
+        let name = match lang {
+            Lang::Python => "pyproject.toml",
+            Lang::Js => "package.json",
+        };
+        for d in from.ancestors().take(MANIFEST_DEPTH) {
+            let path = d.join(name);
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            let st = stamp(&meta);
+            let m = match self.manifests.get(&path) {
+                Some((s, m)) if *s == st => m.clone(),
+                _ => {
+                    let m = crate::userfile::read(&path, uid, MAX_MANIFEST)
+                        .ok()
+                        .and_then(|b| manifest(&String::from_utf8_lossy(&b), lang));
+                    self.manifests.insert(path.clone(), (st, m.clone()));
+                    m
+                }
+            };
+            // The nearest one decides, whether or not it declares the SDK.
+            return m.filter(|m| m.sdk.is_some()).map(|m| (path, m));
+        }
+        None
+    }
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+fn imports(found: String, file: &Path) -> Evidence {
+    Evidence { kind: "imports", found, file: file.display().to_string(), via: None }
+}
+
+fn declares(found: String, file: &Path) -> Evidence {
+    Evidence { kind: "declares", found, file: file.display().to_string(), via: None }
+}
