@@ -13,7 +13,9 @@
 //! - `Config::load` in process (TOML + regex compilation, paid per start);
 //! - `ProcFs::snapshot` in process (the scan stage alone);
 //! - a raw pass: `read_dir(/proc)` + `fs::read` of stat and cmdline;
-//! - `ps -eo pid,ppid,pgid,sid,tty,args` to /dev/null.
+//! - `ps -eo pid,ppid,pgid,sid,tty,args` to /dev/null;
+//! - `true` as a subprocess: any process's start-up, the floor of a
+//!   whole-process scan beside the raw pass.
 //!
 //! At the end, side by side for every level: whole-process `reaperctl scan
 //! --json` against one raw pass, with the goals of issue 24 (≤ 2× at 500
@@ -120,6 +122,8 @@ struct Level {
     procs: usize,
     scan: (Duration, Duration),
     raw: (Duration, Duration),
+    /// The median start-up of an empty process (`true`).
+    floor: Duration,
     /// The base build's `scan --json`, when one was named.
     base: Option<(Duration, Duration)>,
 }
@@ -190,6 +194,12 @@ fn main() {
             g,
             if r <= g { "met" } else { "MISSED" }
         );
+        println!(
+            "{:>10} {:>9} attainable: raw pass + an empty process's start-up = {:.2}× raw (median)",
+            "",
+            "",
+            (ms(l.raw.0) + ms(l.floor)) / ms(l.raw.0)
+        );
         if let Some((bm, bmin)) = l.base {
             println!(
                 "{:>10} {:>9} {:>6.2} ({:>5.2}) {:>5.2} ({:>4.2}) {:>7.2}× ({:>4.2}×)   (base build)",
@@ -226,10 +236,11 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
         "ps -eo pid,ppid,pgid,sid,tty,args",
         "daemon full read: assess, cmdlines reused",
         "daemon pidfd-mode tick: assess, new pids only",
+        "true (subprocess: any process's start-up)",
         "reaperctl scan --json (base build, subprocess)",
     ]
     .into_iter()
-    .take(if base.is_some() { 10 } else { 9 })
+    .take(if base.is_some() { 11 } else { 10 })
     .map(|name| Series { name, times: Vec::with_capacity(reps) })
     .collect();
 
@@ -289,6 +300,12 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
             prev = Some(a.snapshot);
         }
 
+        // The floor of any whole-process scan: an empty process's fork,
+        // exec and exit (an empty Rust binary measured the same, ±0.1 ms).
+        let t = Instant::now();
+        run_quiet(&mut Command::new("true"));
+        timings.push(t.elapsed());
+
         if let Some(b) = &base {
             let t = Instant::now();
             run_quiet(Command::new(b).args(["scan", "--json", "--config"]).arg(cfg_path));
@@ -330,6 +347,7 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
         procs: scanned,
         scan: (series[0].median(), series[0].min()),
         raw: (raw_med, raw_min),
-        base: series.get(9).map(|s| (s.median(), s.min())),
+        floor: series[9].median(),
+        base: series.get(10).map(|s| (s.median(), s.min())),
     }
 }

@@ -5,6 +5,12 @@
 //! is compiled is kept (by its text and limits) and handed out again as a
 //! cheap clone (`Regex` and `RegexSet` share their automata); outside it,
 //! nothing is kept, so a daemon's reloads hold no stale programs.
+//!
+//! The embedded default's patterns are known to compile (its unit tests
+//! compile each, as every other layer's are): checking its layer compiles
+//! none of them but vouches for their texts here, so that what only they
+//! feed (the redactor) can compile them when first used, not at every
+//! start. A pattern from any other file is compiled and checked as ever.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -15,6 +21,8 @@ use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 struct Memo {
     one: HashMap<(String, usize, usize), Result<Regex, regex::Error>>,
     sets: HashMap<(Vec<String>, usize, usize), Result<RegexSet, regex::Error>>,
+    /// Texts of the embedded default's patterns, checked by its tests.
+    vouched: std::collections::HashSet<String>,
 }
 
 thread_local! {
@@ -42,6 +50,21 @@ pub(crate) fn once<T>(f: impl FnOnce() -> T) -> T {
     });
     let _clear = Clear(outer);
     f()
+}
+
+/// Records that `pattern` is one of the embedded default's (see the module
+/// comment); kept only while [`once`] runs.
+pub(crate) fn vouch(pattern: &str) {
+    MEMO.with(|m| {
+        if let Some(memo) = m.borrow_mut().as_mut() {
+            memo.vouched.insert(pattern.to_string());
+        }
+    });
+}
+
+/// Whether every pattern of `patterns` is one the embedded default vouched for.
+pub(crate) fn all_vouched<S: AsRef<str>>(patterns: &[S]) -> bool {
+    MEMO.with(|m| m.borrow().as_ref().is_some_and(|memo| patterns.iter().all(|p| memo.vouched.contains(p.as_ref()))))
 }
 
 /// One regex with these limits (compiled program, lazy DFA cache).
@@ -91,8 +114,11 @@ mod tests {
             assert_eq!(count(), Some(3));
             once(|| assert_eq!(count(), Some(3), "nested: the outer memo stays"));
             assert_eq!(count(), Some(3));
+            vouch("a+");
+            assert!(all_vouched(&["a+"]) && !all_vouched(&["a+", "b"]));
         });
         assert_eq!(count(), None);
+        assert!(!all_vouched(&["a+"]), "outside once nothing is vouched for");
         assert!(regex("^b$", 1 << 20, 1 << 18).unwrap().is_match("b"));
         assert_eq!(count(), None, "outside once nothing is kept");
     }

@@ -14,7 +14,7 @@
 //! groups has its whole match replaced.
 
 use std::borrow::Cow;
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 
 use regex::{Regex, RegexSet, RegexSetBuilder};
 
@@ -31,52 +31,84 @@ pub const MASK: &str = "***";
 const SIZE_LIMIT: usize = 1 << 20;
 
 /// Compiled redaction patterns. No patterns: shows text unchanged.
+///
+/// The embedded default's patterns (known to compile, see
+/// [`crate::compiled`]) are compiled when first needed: the set when a
+/// command line is first shown, each pattern when it first matches; most
+/// runs of `reaperctl` show few lines, and most lines hold no secret. Other
+/// patterns are compiled at once, so a config's bad ones are refused on load.
 #[derive(Debug)]
 pub struct Redactor {
-    set: RegexSet,
-    each: Vec<Regex>,
+    patterns: Vec<String>,
+    set: OnceLock<RegexSet>,
+    each: Vec<OnceLock<Regex>>,
+}
+
+fn compile_one(p: &str) -> Result<Regex, String> {
+    // The one the config's check compiled, when there is one.
+    crate::compiled::regex(p, SIZE_LIMIT, DFA_CACHE).map_err(|e| {
+        let e = e.to_string();
+        let msg: Vec<&str> = e.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        format!("invalid regex: {}", msg.join(" "))
+    })
+}
+
+fn compile_set(patterns: &[String]) -> Result<RegexSet, String> {
+    RegexSetBuilder::new(patterns)
+        .size_limit(SIZE_LIMIT * patterns.len().max(1))
+        .dfa_size_limit(DFA_CACHE)
+        .build()
+        .map_err(|e| format!("invalid regex set: {e}"))
 }
 
 impl Redactor {
-    /// Compiles `patterns`; the message names the first bad one.
+    /// Compiles `patterns`; the message names the first bad one. The
+    /// embedded default's are compiled when first used instead.
     pub fn new(patterns: &[String]) -> Result<Redactor, String> {
-        let each = patterns
-            .iter()
-            .map(|p| {
-                // The one the config's check compiled, when there is one.
-                crate::compiled::regex(p, SIZE_LIMIT, DFA_CACHE).map_err(|e| {
-                    let e = e.to_string();
-                    let msg: Vec<&str> = e.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-                    format!("invalid regex: {}", msg.join(" "))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let set = RegexSetBuilder::new(patterns)
-            .size_limit(SIZE_LIMIT * patterns.len().max(1))
-            .dfa_size_limit(DFA_CACHE)
-            .build()
-            .map_err(|e| format!("invalid regex set: {e}"))?;
-        Ok(Redactor { set, each })
+        let lazy = Redactor {
+            patterns: patterns.to_vec(),
+            set: OnceLock::new(),
+            each: patterns.iter().map(|_| OnceLock::new()).collect(),
+        };
+        if crate::compiled::all_vouched(patterns) {
+            return Ok(lazy);
+        }
+        for (p, slot) in patterns.iter().zip(&lazy.each) {
+            let _ = slot.set(compile_one(p)?);
+        }
+        let _ = lazy.set.set(compile_set(patterns)?);
+        Ok(lazy)
     }
 
     /// Shows everything as it is (`redact.enabled = false`); also the [`Default`].
     pub fn disabled() -> Redactor {
-        Redactor { set: RegexSet::empty(), each: Vec::new() }
+        Redactor { patterns: Vec::new(), set: OnceLock::new(), each: Vec::new() }
     }
 
     pub fn is_enabled(&self) -> bool {
-        !self.each.is_empty()
+        !self.patterns.is_empty()
+    }
+
+    fn set(&self) -> &RegexSet {
+        self.set.get_or_init(|| compile_set(&self.patterns).expect("vouched-for patterns compile together (tested)"))
+    }
+
+    fn each(&self, i: usize) -> &Regex {
+        self.each[i].get_or_init(|| compile_one(&self.patterns[i]).expect("vouched-for patterns compile (tested)"))
     }
 
     /// `text` with every secret replaced by [`MASK`]. Borrowed when nothing matched.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let hits = self.set.matches(text);
+        if !self.is_enabled() {
+            return Cow::Borrowed(text);
+        }
+        let hits = self.set().matches(text);
         if !hits.matched_any() {
             return Cow::Borrowed(text);
         }
         let mut spans: Vec<(usize, usize)> = Vec::new();
         for i in &hits {
-            for caps in self.each[i].captures_iter(text) {
+            for caps in self.each(i).captures_iter(text) {
                 if caps.len() == 1 {
                     let m = caps.get(0).expect("group 0 always takes part");
                     spans.push((m.start(), m.end()));
@@ -173,6 +205,41 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(red.redact(input), *want, "redacting {input:?}");
         }
+    }
+
+    /// The embedded default's patterns are compiled when first used, on the
+    /// strength of this test: each compiles alone, and with room to spare,
+    /// so that any list of n of them fits a set's limit of n × `SIZE_LIMIT`.
+    #[test]
+    fn the_embedded_patterns_compile_lazily_and_as_sets_of_any_of_them() {
+        #[derive(serde::Deserialize)]
+        struct File {
+            redact: Section,
+        }
+        #[derive(serde::Deserialize)]
+        struct Section {
+            patterns: Vec<String>,
+        }
+        let pats = toml::from_str::<File>(EMBEDDED_CONFIG).unwrap().redact.patterns;
+        for p in &pats {
+            compile_one(p).unwrap();
+            RegexSetBuilder::new([p]).size_limit(SIZE_LIMIT / 4).build().unwrap();
+        }
+        let doubled: Vec<String> = pats.iter().chain(&pats).cloned().collect();
+        compile_set(&doubled).unwrap();
+        let lazy = crate::compiled::once(|| {
+            for p in &pats {
+                crate::compiled::vouch(p);
+            }
+            Redactor::new(&pats).unwrap()
+        });
+        assert!(lazy.set.get().is_none() && lazy.each.iter().all(|e| e.get().is_none()), "nothing compiled yet");
+        assert_eq!(lazy.redact("srv --token=abc"), "srv --token=***");
+        assert!(lazy.set.get().is_some());
+        let compiled = lazy.each.iter().filter(|e| e.get().is_some()).count();
+        assert!((1..=2).contains(&compiled), "only the patterns that matched: {compiled}");
+        let eager = Redactor::new(&pats).unwrap();
+        assert!(eager.set.get().is_some() && eager.each.iter().all(|e| e.get().is_some()), "not vouched: compiled now");
     }
 
     #[test]

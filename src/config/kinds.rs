@@ -115,8 +115,16 @@ impl Kind for RegexList {
     fn check(l: &mut Layer<'_>, v: Spanned<Self::File>, key: &str, (): ()) -> Option<Vec<String>> {
         let mut ok = Vec::new();
         let mut good = true;
+        let embedded = l.is_embedded();
         for (j, pat) in v.into_inner().into_iter().enumerate() {
-            match patterns::check(pat.get_ref()) {
+            let checked = if embedded {
+                // Compiled by its tests, not at every start: see `crate::compiled`.
+                crate::compiled::vouch(pat.get_ref());
+                patterns::check_uncompiled(pat.get_ref())
+            } else {
+                patterns::check(pat.get_ref())
+            };
+            match checked {
                 Ok(()) => ok.push(pat.into_inner()),
                 Err(msg) => {
                     good = false;
@@ -148,7 +156,10 @@ impl Kind for RoleList {
         // checks every pattern; only when it fails is each compiled alone,
         // to name the bad ones.
         let texts: Vec<String> = v.get_ref().iter().map(|p| p.get_ref().clone()).collect();
-        if texts.iter().all(|p| patterns::check_uncompiled(p).is_ok()) && patterns::check_list(&texts).is_ok() {
+        // The embedded default's lists compile (tested): only the matcher
+        // compiles them, and only those no later file replaces.
+        let compiles = || l.is_embedded() || patterns::check_list(&texts).is_ok();
+        if texts.iter().all(|p| patterns::check_uncompiled(p).is_ok()) && compiles() {
             return Some(texts);
         }
         let ok = RegexList::check(l, v, key, ())?;

@@ -14,9 +14,16 @@ pub(super) struct Layer<'a> {
     name: &'a str,
     text: &'a str,
     errors: &'a mut Vec<ConfigError>,
+    /// The embedded default itself: its patterns are known to compile
+    /// (tested), so checking it compiles none (see [`crate::compiled`]).
+    embedded: bool,
 }
 
 impl Layer<'_> {
+    pub(super) fn is_embedded(&self) -> bool {
+        self.embedded
+    }
+
     pub(super) fn err(&mut self, span: std::ops::Range<usize>, key: String, message: String) {
         self.errors.push(ConfigError {
             file: self.name.to_string(),
@@ -30,7 +37,8 @@ impl Layer<'_> {
 /// Parses `text` (the file `name`) and applies the keys it sets to `draft`.
 pub(super) fn apply_text(draft: &mut Draft, name: &str, text: &str, errors: &mut Vec<ConfigError>) {
     let Some(file) = parse_layer(name, text, errors) else { return };
-    keys::apply(draft, file, &mut Layer { name, text, errors });
+    let embedded = name == super::sources::DEFAULT_NAME && text == super::sources::DEFAULT_TOML;
+    keys::apply(draft, file, &mut Layer { name, text, errors, embedded });
 }
 
 /// Parses one file, collecting every problem (see the module comment).

@@ -2,6 +2,9 @@
 //! process classified by the text its patterns target.
 
 use regex::{Regex, RegexSet};
+use regex_automata::dfa::Automaton as _;
+use regex_automata::dfa::sparse::DFA;
+use regex_automata::{Input, PatternSet};
 
 use super::PatternLists;
 use crate::program::Program;
@@ -59,7 +62,46 @@ impl<'a> Subject<'a> {
 #[derive(Debug)]
 struct List {
     /// (target, set, index in the list of each pattern of the set)
-    sets: Vec<(Target, RegexSet, Vec<usize>)>,
+    sets: Vec<(Target, Set, Vec<usize>)>,
+}
+
+/// The patterns of one list and target, as a `RegexSet` or, for the
+/// embedded default's lists, as the DFA build.rs made of them.
+#[derive(Debug)]
+enum Set {
+    Compiled(RegexSet),
+    Built {
+        dfa: Box<DFA<&'static [u8]>>,
+        /// The patterns' texts, compiled only should the DFA fail a search
+        /// (it cannot: it has no quit bytes, no Unicode word boundary).
+        patterns: Vec<String>,
+        fallback: std::sync::OnceLock<Option<RegexSet>>,
+    },
+}
+
+/// The embedded default's lists (texts as written, prefixes included), in
+/// [`Matcher::new`]'s order, each with its DFAs: (target, indexes in the
+/// list, DFA bytes).
+type BuiltList = (&'static [&'static str], &'static [(Target, &'static [usize], &'static [u8])]);
+const BUILT: &[BuiltList] = include!(concat!(env!("OUT_DIR"), "/role_dfas.rs"));
+
+impl Set {
+    /// The lowest-numbered pattern that matches `text`.
+    fn first_match(&self, text: &str) -> Option<usize> {
+        match self {
+            Set::Compiled(set) => set.matches(text).into_iter().next(),
+            Set::Built { dfa, patterns, fallback } => {
+                let mut hits = PatternSet::new(dfa.pattern_len());
+                match dfa.try_which_overlapping_matches(&Input::new(text), &mut hits) {
+                    Ok(()) => hits.iter().next().map(|p| p.as_usize()),
+                    Err(_) => fallback
+                        .get_or_init(|| set(&patterns.iter().map(String::as_str).collect::<Vec<_>>()).ok())
+                        .as_ref()
+                        .and_then(|s| s.matches(text).into_iter().next()),
+                }
+            }
+        }
+    }
 }
 
 /// The texts of one subject, cut to [`ROLE_TEXT`] where roles look.
@@ -87,6 +129,14 @@ impl<'a> Texts<'a> {
 
 impl List {
     fn new(list: &[String], default: Target) -> Result<List, String> {
+        match List::built(list) {
+            Some(l) => Ok(l),
+            None => List::compile(list, default),
+        }
+    }
+
+    /// Each target's patterns compiled as a `RegexSet`.
+    fn compile(list: &[String], default: Target) -> Result<List, String> {
         let mut sets = Vec::new();
         for (_, t) in TARGETS {
             let (idx, pats): (Vec<usize>, Vec<&str>) = list
@@ -98,10 +148,28 @@ impl List {
                 })
                 .unzip();
             if !idx.is_empty() {
-                sets.push((t, set(&pats)?, idx));
+                sets.push((t, Set::Compiled(set(&pats)?), idx));
             }
         }
         Ok(List { sets })
+    }
+
+    /// The list as build.rs built it, when it is one of the embedded
+    /// default's, word for word (the same texts make the same automata).
+    fn built(list: &[String]) -> Option<List> {
+        let (_, groups) = BUILT.iter().find(|(texts, _)| texts.iter().copied().eq(list.iter().map(String::as_str)))?;
+        let mut sets = Vec::new();
+        for &(t, idx, bytes) in *groups {
+            // Checked as it is read; a DFA of another build would be refused.
+            let (dfa, _) = DFA::from_bytes(bytes).ok()?;
+            let patterns = idx.iter().map(|&i| split_target(&list[i], t).1.to_string()).collect();
+            sets.push((
+                t,
+                Set::Built { dfa: Box::new(dfa), patterns, fallback: std::sync::OnceLock::new() },
+                idx.to_vec(),
+            ));
+        }
+        Some(List { sets })
     }
 
     /// The lowest index among the patterns that match.
@@ -118,7 +186,7 @@ impl List {
                     None => continue,
                 },
             };
-            if let Some(k) = set.matches(text).into_iter().next() {
+            if let Some(k) = set.first_match(text) {
                 best = Some(best.map_or(idx[k], |b| b.min(idx[k])));
             }
         }

@@ -172,3 +172,88 @@ fn a_cut_command_line_counts_as_protected() {
     let b = Config::from_str_with_default("t", "[patterns]\nprotect = []").unwrap();
     assert_eq!(b.matcher.classify_subject(Subject { cmdline: cmd, program, exe: None }).protect, None);
 }
+
+/// The embedded lists' DFAs (build.rs) find what their patterns compiled as
+/// `RegexSet`s find, on command lines that match and that nearly do.
+#[test]
+fn built_dfas_match_as_the_compiled_sets_do() {
+    let d = crate::config::Config::embedded();
+    let p = &d.patterns;
+    let lists = [
+        (&p.hosts, Target::Program),
+        (&p.servers, Target::Program),
+        (&p.launchers, Target::Program),
+        (&p.adopters, Target::Program),
+        (&p.protect, Target::Cmdline),
+        (&p.bystanders, Target::Program),
+    ];
+    // Texts near every pattern: its literal characters, cut and changed.
+    let mut texts: Vec<String> = [
+        "",
+        "node",
+        "claude",
+        "claude.exe",
+        "CLAUDE",
+        "node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js --resume",
+        "npx -y @modelcontextprotocol/server-filesystem /tmp",
+        "uvx mcp-server-fetch",
+        "github-mcp-server stdio",
+        "python -m mcp_server_git --repository .",
+        "Playwright-MCP.mjs",
+        "kagimcp",
+        "fastmcp run x.py",
+        "codex mcp-server",
+        "claude --claude-in-chrome-mcp",
+        "goose mcp developer",
+        "gitnexus mcp",
+        "gitnexus mcp --verbose",
+        "supergateway --sse https://x/sse",
+        "uvx --with mcp python /tmp/.tmpX/ext.py",
+        "uv tool run --with=mcp python x.py",
+        "docker mcp gateway run",
+        "systemd --user",
+        "tmux new -s foo-mcp",
+        "srv --transport sse --port 3000",
+        "srv --transport=streamable-http",
+        "srv --sse-port=8080 x",
+        "/home/u/.local/share/claude/versions/1.0.3",
+        "zed-remote-server-stable-0.150",
+        "cline --cline-hub-daemon",
+        "kilo serve --port 1",
+        "q chat",
+        "\u{e9}mcp-\u{fc}",
+        "mcp-reaper",
+        "x".repeat(300).as_str(),
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    for (list, _) in &lists {
+        for pat in *list {
+            let lit: String =
+                split_target(pat, Target::Program).1.chars().filter(|c| !"^$()?|[]*+\\{}".contains(*c)).collect();
+            texts.push(lit.clone());
+            texts.push(format!("/usr/bin/{lit}"));
+            texts.push(format!("{lit} --flag"));
+            texts.push(lit.to_uppercase());
+            texts.push(lit.chars().skip(1).collect());
+        }
+    }
+    for (list, default) in lists {
+        let built = List::built(list).expect("the embedded list has its DFAs");
+        let compiled = List::compile(list, default).unwrap();
+        assert_eq!(built.sets.len(), compiled.sets.len());
+        for ((bt, b, bi), (ct, c, ci)) in built.sets.iter().zip(&compiled.sets) {
+            assert!(matches!(b, Set::Built { .. }) && matches!(c, Set::Compiled(_)));
+            assert_eq!((bt, bi), (ct, ci));
+            for t in &texts {
+                assert_eq!(b.first_match(t), c.first_match(t), "{bt:?} patterns of {list:?} on {t:?}");
+            }
+        }
+    }
+    // A list that differs in one pattern is compiled.
+    let mut changed = p.hosts.clone();
+    changed[0].push('x');
+    assert!(List::built(&changed).is_none());
+    assert!(List::new(&changed, Target::Program).unwrap().sets.iter().all(|(_, s, _)| matches!(s, Set::Compiled(_))));
+}

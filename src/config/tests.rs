@@ -174,3 +174,21 @@ fn metrics_listen_is_off_by_default_and_loopback_for_a_bare_port() {
     let e = Config::from_str_with_default("u.toml", "[metrics]\naddress = \"9464\"\n").unwrap_err().0;
     assert!(e[0].message.contains("unknown field `address`"), "{}", e[0]);
 }
+
+/// The embedded default's layer compiles none of its patterns (see
+/// `crate::compiled`): the same text as any other file is checked in full.
+#[test]
+fn the_embedded_default_passes_every_check_as_any_other_file() {
+    let c = Config::from_str_with_default("copy-of-default.toml", super::DEFAULT_TOML).unwrap();
+    let d = Config::embedded();
+    assert_eq!(c.patterns, d.patterns);
+    assert_eq!(c.redact, d.redact);
+    assert_eq!(c.redactor.redact("srv --token=abc"), d.redactor.redact("srv --token=abc"));
+    // One changed pattern in a file is compiled and refused as before.
+    let bad = super::DEFAULT_TOML.replacen("'^qwen$'", "'^qwen($'", 1);
+    let e = Config::from_str_with_default("bad.toml", &bad).unwrap_err().0;
+    assert!(
+        e.iter().any(|e| e.to_string().contains("patterns.hosts[") && e.to_string().contains("invalid regex")),
+        "{e:?}"
+    );
+}
