@@ -42,7 +42,7 @@ mkdir -p "$top"/{BUILD,RPMS,SOURCES,SPECS,SRPMS}
 stage="$top/stage/mcp-reaper-$version"
 mkdir -p "$stage/bin" "$stage/packaging" "$stage/config" "$stage/systemd/user" "$stage/systemd/examples"
 cp "$bin_dir/mcp-reaperd" "$bin_dir/reaperctl" "$stage/bin/"
-cp "$repo/packaging/config.toml" "$repo/packaging/config.d-README" "$stage/packaging/"
+cp "$repo/packaging/config.toml" "$repo/packaging/config.d-README" "$repo/packaging/README.md" "$stage/packaging/"
 cp "$repo/config/default.toml" "$stage/config/"
 cp "$repo/README.md" "$repo/LICENSE-MIT" "$repo/LICENSE-APACHE" "$stage/"
 cp -r "$repo/docs" "$stage/"
@@ -78,7 +78,7 @@ for p in /usr/bin/mcp-reaperd /usr/bin/reaperctl /etc/mcp-reaper/config.toml \
     /etc/mcp-reaper/config.d /etc/mcp-reaper/config.d/README \
     /usr/lib/systemd/system/mcp-reaper.service /usr/lib/systemd/system/mcp-reaper-once.service \
     /usr/lib/systemd/system/mcp-reaper-once.timer /usr/lib/systemd/user/mcp-reaper.service \
-    /usr/share/doc/mcp-reaper/README.md /usr/share/doc/mcp-reaper/default.toml \
+    /usr/share/doc/mcp-reaper/README.md /usr/share/doc/mcp-reaper/packaging/README.md /usr/share/doc/mcp-reaper/default.toml \
     /usr/share/doc/mcp-reaper/docs/design.md /usr/share/doc/mcp-reaper/docs/evidence.md \
     /usr/share/doc/mcp-reaper/examples/notify-reload.conf /usr/share/doc/mcp-reaper/examples/proc-connector.conf; do
     grep -qxF "$p" <<<"$listing" || { echo "FAIL missing from rpm: $p" >&2; missing=1; }

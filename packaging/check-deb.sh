@@ -55,6 +55,7 @@ expected=(
     /usr/lib/systemd/system/mcp-reaper-once.timer
     /usr/lib/systemd/user/mcp-reaper.service
     /usr/share/doc/mcp-reaper/README.md
+    /usr/share/doc/mcp-reaper/packaging/README.md
     /usr/share/doc/mcp-reaper/docs/design.md
     /usr/share/doc/mcp-reaper/docs/evidence.md
     /usr/share/doc/mcp-reaper/default.toml
