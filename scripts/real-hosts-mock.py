@@ -46,6 +46,9 @@ def tool_names(body):
         fn = t.get("function")
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
             names.append(fn["name"])  # openai chat
+        if t.get("type") == "namespace" and isinstance(t.get("name"), str):
+            # OpenAI responses: a namespace of tools (codex's `mcp__weather`).
+            names += [f"{t['name']}/{n}" for n in tool_names(t)]
         for d in t.get("functionDeclarations") or t.get("function_declarations") or []:
             if isinstance(d, dict) and isinstance(d.get("name"), str):
                 names.append(d["name"])  # gemini
@@ -106,7 +109,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         tool = next((n for n in tool_names(body) if n.endswith("get_forecast")), None)
-        note(f"POST {self.path} tool={tool} stream={body.get('stream')}")
+        names = tool_names(body)
+        note(f"POST {self.path} tool={tool} stream={body.get('stream')} tools={len(names)} {names[:40]}")
         global CALLED  # noqa: PLW0603 (one tool call per host run)
         with LOG_LOCK:
             first, CALLED = not CALLED, CALLED or tool is not None
@@ -169,8 +173,11 @@ class Handler(BaseHTTPRequestHandler):
         ])
 
     def openai_responses(self, tool, args):
-        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": tool, "arguments": args,
+        namespace, _, name = tool.rpartition("/")
+        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": name, "arguments": args,
                 "status": "completed"}
+        if namespace:
+            item["namespace"] = namespace
         resp = {"id": "resp_1", "object": "response", "created_at": int(time.time()), "model": "mock-model",
                 "status": "in_progress", "output": []}
         done = dict(resp, status="completed", output=[item],

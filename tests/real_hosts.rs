@@ -2,7 +2,7 @@
 //! configured in each real host's own config file the way its docs say,
 //! with the host's `HOME` a temp dir that is not the passwd home (the
 //! reaper's own `HOME` stays the passwd one), is reaped after the host is
-//! SIGKILLed mid tool call, with the evidence named in the reason.
+//! killed (SIGKILL) mid tool call, with the evidence named in the reason.
 //!
 //! The hosts, Node >= 22, uv and the `mcp` SDK come from
 //! `scripts/real-hosts-setup` (into `target/real-hosts/`); a host that is
@@ -134,6 +134,10 @@ fn run_host(test: &str, needs: &str, retry_toolless: bool, make: impl FnOnce(&Ct
     if !installed(test, needs) || !installed(test, "weather/.venv/bin/python") {
         return;
     }
+    // One host at a time: each is a heavy Node or native program, and on a
+    // busy machine several at once starve each other's start-up.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = TempDir::new("realhost");
     std::fs::create_dir_all(dir.path().join("home")).unwrap();
     std::fs::create_dir_all(dir.path().join("project")).unwrap();
@@ -291,7 +295,9 @@ fn claude_code() {
 fn codex() {
     // $CODEX_HOME/config.toml (~/.codex) `[mcp_servers.weather]`, a
     // `model_provider` with the mock's base_url; the native binary the npm
-    // wrapper starts.
+    // wrapper starts. `required = true`: the first turn waits for the server
+    // (else its tools may miss the request); MCP tool calls need approval,
+    // which `exec` only bypasses with the flag.
     let rel = "npm/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
     run_host("codex", rel, true, |ctx| {
         ctx.home_file(
@@ -300,14 +306,21 @@ fn codex() {
                 "model = \"mock-model\"\nmodel_provider = \"mock\"\napproval_policy = \"never\"\n\n\
                  [model_providers.mock]\nname = \"mock\"\nbase_url = \"{}/v1\"\nenv_key = \"MOCK_API_KEY\"\n\
                  wire_api = \"responses\"\n\n[mcp_servers.weather]\ncommand = \"uv\"\n\
-                 args = [\"--directory\", {:?}, \"run\", \"weather.py\"]\nenv = {{ NWS_API_BASE = {:?} }}\n",
+                 args = [\"--directory\", {:?}, \"run\", \"weather.py\"]\nenv = {{ NWS_API_BASE = {:?} }}\n\
+                 required = true\n",
                 ctx.mock.url(),
                 weather(),
                 ctx.nws()
             ),
         );
         Case {
-            argv: vec![bin(rel), "exec".into(), "--skip-git-repo-check".into(), "What is the forecast?".into()],
+            argv: vec![
+                bin(rel),
+                "exec".into(),
+                "--dangerously-bypass-approvals-and-sandbox".into(),
+                "--skip-git-repo-check".into(),
+                "What is the forecast?".into(),
+            ],
             env: vec![kv("MOCK_API_KEY", "sk-mock")],
             evidence: "config.toml".into(),
         }
@@ -347,7 +360,9 @@ fn qwen_code() {
         let cfg = serde_json::json!({
             "mcpServers": {"weather": {"command": format!("{w}/.venv/bin/python"), "args": ["-m", "weather"],
                 "cwd": w, "env": {"NWS_API_BASE": ctx.nws()}}},
-            "security": {"auth": {"selectedType": "openai"}}});
+            "security": {"auth": {"selectedType": "openai"}},
+            // Tool search would defer MCP tools behind `tool_search`.
+            "tools": {"toolSearch": {"enabled": false}}});
         ctx.home_file(".qwen/settings.json", &cfg.to_string());
         Case {
             argv: vec![bin("bin/node"), bin(rel), "--yolo".into(), "-p".into(), "What is the forecast?".into()],
