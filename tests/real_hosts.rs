@@ -75,6 +75,10 @@ impl Drop for Mock {
     }
 }
 
+/// One host at a time: each is a heavy Node or native program, and on a
+/// busy machine several at once starve each other's start-up.
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// What one host's run needs.
 struct Ctx {
     dir: TempDir,
@@ -134,9 +138,6 @@ fn run_host(test: &str, needs: &str, retry_toolless: bool, make: impl FnOnce(&Ct
     if !installed(test, needs) || !installed(test, "weather/.venv/bin/python") {
         return;
     }
-    // One host at a time: each is a heavy Node or native program, and on a
-    // busy machine several at once starve each other's start-up.
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = TempDir::new("realhost");
     std::fs::create_dir_all(dir.path().join("home")).unwrap();
@@ -456,4 +457,36 @@ fn opencode_config(ctx: &Ctx, command: &[&str]) -> String {
             "environment": {"NWS_API_BASE": ctx.nws()}}}
     })
     .to_string()
+}
+
+#[test]
+fn cline() {
+    // Cline CLI 3.0: ~/.cline/data/settings/cline_mcp_settings.json (its data
+    // dir `$CLINE_DATA_DIR`, else `$CLINE_DIR/data`, else ~/.cline/data: read
+    // from its binary), `timeout` raised from its 3 s for a busy machine;
+    // the model set by `cline auth` (OpenAI-compatible, the mock's base URL).
+    // It starts a shared `cline --cline-hub-daemon` in a session of its own,
+    // which outlives the CLI and must be kept.
+    let rel = "npm/cline/node_modules/.bin/cline";
+    run_host("cline", rel, true, |ctx| {
+        let w = weather();
+        let cfg = serde_json::json!({"mcpServers": {"weather": {"command": format!("{w}/.venv/bin/python"),
+            "args": [format!("{w}/weather.py")], "env": {"NWS_API_BASE": ctx.nws()}, "disabled": false,
+            "timeout": 60}}});
+        ctx.home_file(".cline/data/settings/cline_mcp_settings.json", &cfg.to_string());
+        let auth = Command::new(bin(rel))
+            .args(["auth", "-p", "openai", "-k", "sk-mock", "-m", "mock-model", "-b"])
+            .arg(format!("{}/v1", ctx.mock.url()))
+            .env("HOME", ctx.home())
+            .current_dir(ctx.project())
+            .stdin(Stdio::null())
+            .output()
+            .expect("running cline auth");
+        assert!(auth.status.success(), "cline auth: {}", common::text(&auth.stderr));
+        Case {
+            argv: vec![bin(rel), "What is the forecast?".into()],
+            env: vec![],
+            evidence: "cline_mcp_settings.json".into(),
+        }
+    });
 }
