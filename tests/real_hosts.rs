@@ -252,6 +252,24 @@ fn kv(k: &str, v: &str) -> (String, String) {
 }
 
 // ---------------------------------------------------------------- the hosts
+//
+// Measured on 2026-11-26 (2 busy cores), `cargo test --test real_hosts --
+// --nocapture`, from SIGKILL of the host to the server tree gone:
+//
+// | host (version)             | config, shape                                              | kill → reaped |
+// |----------------------------|------------------------------------------------------------|---------------|
+// | SDK client (mcp 2.3.0)     | none; `python weather.py` (SDK 2.x, transport on fds 6/7)  | 0.14–0.94 s   |
+// | Claude Code 2.1.332        | ~/.claude.json, `uv --directory W run weather.py`          | 0.23–0.72 s   |
+// | Codex 0.171.0              | ~/.codex/config.toml, `uv --directory W run weather.py`    | 0.59–0.85 s   |
+// | Gemini CLI 0.61.0          | ~/.gemini/settings.json, `.venv/bin/python weather.py` cwd | 0.63–0.99 s   |
+// | Qwen Code 0.24.4           | ~/.qwen/settings.json, `.venv/bin/python -m weather` cwd   | 0.18–1.94 s   |
+// | Continue cn 1.5.47         | `--config` config.yaml, `uv --directory W run weather.py`  | 1.1–1.9 s     |
+// | opencode 1.18.33           | ~/.config/opencode/opencode.json, `python W/weather.py`    | 0.42–0.77 s   |
+// | Kilo 7.7.7                 | $XDG_CONFIG_HOME/kilo/kilo.json, `uv run --directory W …`  | 0.46–0.62 s   |
+// | Cline 3.0.65               | ~/.cline/data/settings/cline_mcp_settings.json             | 0.28 s        |
+//
+// The time is mostly the test's own steps (waiting for the re-parenting,
+// one `reaperctl scan`, one `mcp-reaperd --once`), not a daemon's interval.
 
 #[test]
 fn sdk_client() {
@@ -465,8 +483,9 @@ fn cline() {
     // dir `$CLINE_DATA_DIR`, else `$CLINE_DIR/data`, else ~/.cline/data: read
     // from its binary), `timeout` raised from its 3 s for a busy machine;
     // the model set by `cline auth` (OpenAI-compatible, the mock's base URL).
-    // It starts a shared `cline --cline-hub-daemon` in a session of its own,
-    // which outlives the CLI and must be kept.
+    // Run by hand with its output to a file it started a shared `cline
+    // --cline-hub-daemon` (a session of its own, outliving the CLI: kept, see
+    // tests/hostcfg.rs); with stdio on /dev/null, as here, it starts none.
     let rel = "npm/cline/node_modules/.bin/cline";
     run_host("cline", rel, true, |ctx| {
         let w = weather();
