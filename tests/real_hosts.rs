@@ -120,6 +120,9 @@ struct Case {
     env: Vec<(String, String)>,
     /// Substring of the reaper's reason for the orphaned server tree.
     evidence: String,
+    /// A helper of the host's that must be running before the kill and be
+    /// kept by the reaper (a substring of its command line).
+    keep: Option<&'static str>,
 }
 
 /// The host's own program (relative to `target/real-hosts/`), or the skip.
@@ -197,6 +200,15 @@ fn attempt(test: &str, retry_toolless: bool, make: &impl Fn(&Ctx) -> Case, last:
 
     // While the host lives, nothing is reaped (and the reaper sees the host's
     // environment, where its config lives).
+    let helper = case.keep.map(|k| {
+        let mut found = None;
+        let up = wait_until(Duration::from_secs(60), || {
+            found = descendants_of(scope).into_iter().find(|&p| cmdline(p).contains(k));
+            found.is_some()
+        });
+        assert!(up, "{test}: the host started no {k} of its own (is one of another run still up?)");
+        found.unwrap_or_default()
+    });
     let v = common::once_json(scope, &cfg);
     assert!(outcomes(&v).is_empty(), "{test}: reaped below a live host: {v:#}");
     let others: Vec<i32> =
@@ -227,12 +239,16 @@ fn attempt(test: &str, retry_toolless: bool, make: &impl Fn(&Ctx) -> Case, last:
     let roots: Vec<i64> = o.iter().filter_map(|o| o["root"]["pid"].as_i64()).collect();
     assert_eq!(roots, [i64::from(top)], "{test}: {v:#}");
     assert_eq!(o[0]["verdict"], "orphan", "{test}: {v:#}");
+    if let Some(h) = helper {
+        assert!(alive(h), "{test}: the host's {} ({h}) was not kept", case.keep.unwrap_or_default());
+    }
     let gone = wait_until(Duration::from_secs(30), || members.iter().all(|&p| !alive(p)));
     let took = killed.elapsed();
     assert!(gone, "{test}: the server tree {members:?} survived the reaper");
     // Nothing else it found was signalled: whatever lived beside the server
     // and is still there (a hub daemon, a host's helper) was judged keep.
-    let kept: Vec<i32> = others.iter().copied().filter(|&p| alive(p)).collect();
+    let kept: Vec<String> =
+        others.iter().copied().filter(|&p| alive(p)).map(|p| format!("{p} {}", cmdline(p).trim_end())).collect();
     eprintln!(
         "REAL HOST {test}: host {host_pid} ({host_cmd}); server tree {members:?} reaped {took:?} after the kill; \
          others alive {kept:?} of {others:?}; reason: {reason}; role rules: {rules:?}"
@@ -295,6 +311,7 @@ fn sdk_client() {
         argv: vec![bin("py/bin/python"), format!("{}/client.py", weather2())],
         env: vec![kv("NWS_API_BASE", &ctx.nws())],
         evidence: "its script imports mcp.server.mcpserver".into(),
+        keep: None,
     });
 }
 
@@ -322,6 +339,7 @@ fn claude_code() {
                 kv("ENABLE_TOOL_SEARCH", "false"),
             ],
             evidence: ".claude.json".into(),
+            keep: None,
         }
     });
 }
@@ -358,6 +376,7 @@ fn codex() {
             ],
             env: vec![kv("MOCK_API_KEY", "sk-mock")],
             evidence: "config.toml".into(),
+            keep: None,
         }
     });
 }
@@ -381,6 +400,7 @@ fn gemini_cli() {
                 kv("GEMINI_CLI_TRUST_WORKSPACE", "true"),
             ],
             evidence: "settings.json".into(),
+            keep: None,
         }
     });
 }
@@ -407,6 +427,7 @@ fn qwen_code() {
                 kv("OPENAI_MODEL", "mock-model"),
             ],
             evidence: "settings.json".into(),
+            keep: None,
         }
     });
 }
@@ -441,6 +462,7 @@ fn continue_cn() {
             ],
             env: vec![],
             evidence: "config.yaml".into(),
+            keep: None,
         }
     });
 }
@@ -458,6 +480,7 @@ fn opencode() {
             argv: vec![bin(rel), "run".into(), "What is the forecast?".into()],
             env: vec![],
             evidence: "opencode.json".into(),
+            keep: None,
         }
     });
 }
@@ -475,6 +498,7 @@ fn kilo() {
             argv: vec![bin(rel), "run".into(), "--auto".into(), "What is the forecast?".into()],
             env: vec![kv("XDG_CONFIG_HOME", &ctx.home().join("xdg").display().to_string())],
             evidence: "kilo.json".into(),
+            keep: None,
         }
     });
 }
@@ -499,9 +523,9 @@ fn cline() {
     // dir `$CLINE_DATA_DIR`, else `$CLINE_DIR/data`, else ~/.cline/data: read
     // from its binary), `timeout` raised from its 3 s for a busy machine;
     // the model set by `cline auth` (OpenAI-compatible, the mock's base URL).
-    // Run by hand with its output to a file it started a shared `cline
-    // --cline-hub-daemon` (a session of its own, outliving the CLI: kept, see
-    // tests/hostcfg.rs); with stdio on /dev/null, as here, it starts none.
+    // It starts a shared `cline --cline-hub-daemon` (a session of its own,
+    // port 25463) that outlives the CLI and must be kept; a hub already up
+    // from another run is reused instead, which this test reports.
     let rel = "npm/cline/node_modules/.bin/cline";
     run_host("cline", rel, true, |ctx| {
         let w = weather();
@@ -522,6 +546,7 @@ fn cline() {
             argv: vec![bin(rel), "What is the forecast?".into()],
             env: vec![],
             evidence: "cline_mcp_settings.json".into(),
+            keep: Some("--cline-hub-daemon"),
         }
     });
 }
