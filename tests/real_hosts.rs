@@ -292,13 +292,13 @@ fn kv(k: &str, v: &str) -> (String, String) {
 // |----------------------------|------------------------------------------------------------|---------------|
 // | SDK client (mcp 2.3.0)     | none; `python weather.py` (SDK 2.x, transport on fds 6/7)  | 0.14–0.94 s   |
 // | Claude Code 2.1.332        | ~/.claude.json, `uv --directory W run weather.py`          | 0.23–0.72 s   |
-// | Codex 0.171.0              | ~/.codex/config.toml, `uv --directory W run weather.py`    | 0.59–0.85 s   |
-// | Gemini CLI 0.61.0          | ~/.gemini/settings.json, `.venv/bin/python weather.py` cwd | 0.63–0.99 s   |
+// | Codex 0.171.0              | ~/.codex/config.toml, `uv --directory W run weather.py`    | 0.22–0.85 s   |
+// | Gemini CLI 0.61.0          | ~/.gemini/settings.json, `.venv/bin/python weather.py` cwd | 0.21–0.99 s   |
 // | Qwen Code 0.24.4           | ~/.qwen/settings.json, `.venv/bin/python -m weather` cwd   | 0.18–1.94 s   |
-// | Continue cn 1.5.47         | `--config` config.yaml, `uv --directory W run weather.py`  | 1.1–1.9 s     |
+// | Continue cn 1.5.47         | `--config` config.yaml, `uv --directory W run weather.py`  | 0.22–1.9 s    |
 // | opencode 1.18.33           | ~/.config/opencode/opencode.json, `python W/weather.py`    | 0.42–0.77 s   |
 // | Kilo 7.7.7                 | $XDG_CONFIG_HOME/kilo/kilo.json, `uv run --directory W …`  | 0.46–0.62 s   |
-// | Cline 3.0.65               | ~/.cline/data/settings/cline_mcp_settings.json             | 0.28 s        |
+// | Cline 3.0.65               | ~/.cline/data/settings/cline_mcp_settings.json (hub kept)  | 0.16–0.36 s   |
 //
 // The time is mostly the test's own steps (waiting for the re-parenting,
 // one `reaperctl scan`, one `mcp-reaperd --once`), not a daemon's interval.
