@@ -61,7 +61,7 @@ pub const USER: &[Source] = &[
     at(Base::XdgConfig, "kilo/kilo.jsonc", "kilo", Format::OpenCode),
     at(Base::XdgConfig, "kilo/opencode.json", "kilo", Format::OpenCode),
     // Cline: the CLI's data directory, and the VS Code extension's global storage.
-    src(".cline/data/settings/cline_mcp_settings.json", "cline", Format::McpServers),
+    at(Base::ClineData, "settings/cline_mcp_settings.json", "cline", Format::McpServers),
     at(
         Base::XdgConfig,
         "Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",

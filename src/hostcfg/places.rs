@@ -28,6 +28,9 @@ pub enum Base {
     Gemini,
     /// `$CONTINUE_GLOBAL_DIR`, by default `~/.continue`.
     Continue,
+    /// Cline CLI's data directory: `$CLINE_DATA_DIR`, else `$CLINE_DIR/data`,
+    /// by default `~/.cline/data` (as its 3.0 binary resolves it).
+    ClineData,
 }
 
 impl Base {
@@ -38,6 +41,7 @@ impl Base {
             Base::XdgConfig => "~/.config",
             Base::Codex => "~/.codex",
             Base::Continue => "~/.continue",
+            Base::ClineData => "~/.cline/data",
         }
     }
 }
@@ -51,6 +55,8 @@ pub struct Places {
     codex: Option<PathBuf>,
     gemini: Option<PathBuf>,
     continue_dir: Option<PathBuf>,
+    cline_dir: Option<PathBuf>,
+    cline_data: Option<PathBuf>,
 }
 
 /// An environment is at most a few hundred KiB (`ARG_MAX` shares it with argv).
@@ -80,6 +86,8 @@ impl Places {
                 b"CODEX_HOME" => &mut p.codex,
                 b"GEMINI_CLI_HOME" => &mut p.gemini,
                 b"CONTINUE_GLOBAL_DIR" => &mut p.continue_dir,
+                b"CLINE_DIR" => &mut p.cline_dir,
+                b"CLINE_DATA_DIR" => &mut p.cline_data,
                 _ => continue,
             };
             *slot = absolute(value);
@@ -107,6 +115,7 @@ impl Places {
             Base::Codex => or(&self.codex, ".codex"),
             Base::Gemini => or(&self.gemini, ""),
             Base::Continue => or(&self.continue_dir, ".continue"),
+            Base::ClineData => self.cline_data.clone().unwrap_or_else(|| or(&self.cline_dir, ".cline").join("data")),
         }
     }
 }
@@ -136,8 +145,19 @@ mod tests {
         assert_eq!(p.dir(Base::Claude), Path::new("/c"));
         assert_eq!(p.dir(Base::Gemini), Path::new("/work/h"));
         assert_eq!(p.dir(Base::Continue), Path::new("/work/h/.continue"));
+        assert_eq!(p.dir(Base::ClineData), Path::new("/work/h/.cline/data"));
         let p = Places::from_environ(b"HOME=\0", Some(Path::new("/home/u"))).unwrap();
         assert_eq!(p.home, Path::new("/home/u"), "an empty HOME falls back to the passwd home");
         assert!(Places::from_environ(b"", None).is_none());
+    }
+
+    #[test]
+    fn clines_data_dir_follows_its_two_variables() {
+        // Cline CLI 3.0: CLINE_DATA_DIR wins, else CLINE_DIR/data, else ~/.cline/data.
+        let p = Places::from_environ(b"HOME=/h\0CLINE_DIR=/c\0", None).unwrap();
+        assert_eq!(p.dir(Base::ClineData), Path::new("/c/data"));
+        let p = Places::from_environ(b"HOME=/h\0CLINE_DIR=/c\0CLINE_DATA_DIR=/d\0", None).unwrap();
+        assert_eq!(p.dir(Base::ClineData), Path::new("/d"));
+        assert_eq!(Base::ClineData.default_shown(), "~/.cline/data");
     }
 }
