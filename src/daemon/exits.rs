@@ -89,6 +89,8 @@ pub struct ExitWatch {
     /// wrapper's host): their exit orphans a tree without leaving a child,
     /// so it always brings a scan.
     apart: HashSet<Pid>,
+    /// Event mode: when the next batch of events may be read.
+    next_drain: Option<std::time::Instant>,
     pub costs: Costs,
 }
 
@@ -107,6 +109,7 @@ impl ExitWatch {
             gone: HashSet::new(),
             below: HashMap::new(),
             apart: HashSet::new(),
+            next_drain: None,
             costs: Costs::default(),
         }
     }
@@ -229,9 +232,14 @@ impl ExitWatch {
     }
 
     /// Resolves when process events are waiting; never in pidfd mode.
+    /// Batches are read [`COALESCE`] apart at most: under churn each fork and
+    /// exit would otherwise wake the loop by itself.
     pub async fn events_ready(&self) {
         match &self.connector {
             Some(c) => {
+                if let Some(t) = self.next_drain {
+                    tokio::time::sleep_until(t.into()).await;
+                }
                 let _ = c.readable().await.map(|mut g| g.retain_ready());
             }
             None => std::future::pending().await,
@@ -248,6 +256,7 @@ impl ExitWatch {
         look: impl Fn(Pid) -> Option<Seen>,
     ) -> std::io::Result<Intake> {
         let Some(c) = &self.connector else { return Ok(Intake { lost: false, exit: false }) };
+        self.next_drain = Some(std::time::Instant::now() + COALESCE);
         let mut guard = c.readable().await.ok();
         let batch = match Connector::drain(c.get_ref().as_fd(), &mut self.buf) {
             Ok(batch) => batch,
@@ -366,6 +375,11 @@ impl ExitWatch {
         }
     }
 }
+
+/// How long events may wait to be read with the next ones: an exit that
+/// orphans a tree is acted on this much later at most; the loop wakes at
+/// most 100 times a second for events, not once for each.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Ancestors watched above a tree's owner at most (a deep chain of shells
 /// and wrappers; the host is within it in practice).

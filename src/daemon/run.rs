@@ -416,7 +416,11 @@ impl Daemon {
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
         self.shared.borrow_mut().session_ends = self.endings.status();
-        self.schedule.judged(a.snapshot, &a.judgements, !done.outcomes.is_empty());
+        // After a reap, pidfd mode reads everything again (it would not see
+        // who the killed processes' children went to); event mode hears
+        // every exit and builds on the re-check's fresh snapshot.
+        let reread_all = !done.outcomes.is_empty() && !self.exits.events();
+        self.schedule.judged(a.snapshot, &a.judgements, reread_all);
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
         let line = self.shared.borrow().status_line();

@@ -126,10 +126,10 @@ impl Schedule {
         self.want_full = true;
     }
 
-    /// A cycle judged `snapshot`: the next read builds on it; a reap changed
-    /// much, so then the next read is a full one; a young tree's deadline
+    /// A cycle judged `snapshot`: the next read builds on it, or reads every
+    /// `stat` when `reread_all` (after a reap in pidfd mode); a young tree's deadline
     /// wakes the loop a moment after it passes.
-    pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement], reaped: bool) {
+    pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement], reread_all: bool) {
         let now = Instant::now();
         self.next_young = judgements
             .iter()
@@ -137,7 +137,7 @@ impl Schedule {
             .map(|left| now + left)
             .min()
             .map(|t| t + Duration::from_millis(20));
-        if reaped {
+        if reread_all {
             self.want_full = true;
         }
         self.last = Some(snapshot);

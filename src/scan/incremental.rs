@@ -49,12 +49,23 @@ fn kept_short(p: &Process) -> bool {
     p.program.is_cut() && p.cmdline.len() <= CMDLINE_SHORT + " …".len()
 }
 
-/// Details taken over keep their fds, not the answer about who can still
-/// write to the stdin: a host drops its server's pipes without any process
-/// event, so each scan asks again (a `poll` and a look at the holder's fd,
-/// for the live trees only: see `scan/link.rs`).
-fn forget_stdin(p: &mut Process) {
-    if let Some(d) = p.details.as_mut() {
+/// A process whose details are taken over was last read this long after it
+/// started at least (`stat` read then; its details then or later): younger
+/// ones are still settling in (an exec right after the fork, which pidfd
+/// mode does not see; an SDK moving its stdio to fds 3 and 4; a launcher
+/// renaming itself) and are read again at each scan.
+const DETAILS_SETTLED_SECS: u64 = 1;
+
+/// Details taken over keep their fds (when the process had settled, see
+/// [`DETAILS_SETTLED_SECS`]), not the answer about who can still write to
+/// the stdin: a host drops its server's pipes without any process event, so
+/// each scan asks again (a `poll` and a look at the holder's fd, for the
+/// live trees only: see `scan/link.rs`).
+fn take_over_details(p: &mut Process) {
+    let tck = rustix::param::clock_ticks_per_second();
+    if p.checked_tick.saturating_sub(p.id.start_time.0) < tck * DETAILS_SETTLED_SECS {
+        p.details = None;
+    } else if let Some(d) = p.details.as_mut() {
         d.stdin = None;
     }
 }
@@ -174,7 +185,7 @@ impl ProcFs {
                     if reuse == Reuse::Unchanged {
                         q.details = None;
                     }
-                    forget_stdin(&mut q);
+                    take_over_details(&mut q);
                     Some(q)
                 }
                 Some(q) => {
@@ -228,7 +239,7 @@ impl ProcFs {
                 if !details {
                     p.details = None;
                 }
-                forget_stdin(&mut p);
+                take_over_details(&mut p);
                 p
             })
             .collect();
