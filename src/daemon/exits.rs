@@ -77,9 +77,11 @@ pub struct ExitWatch {
     /// (when it leaves children).
     unseen: HashSet<Pid>,
     /// Event mode, since the last scan: the children each process forked
-    /// (not in the last snapshot), and the processes that exited. With the
-    /// last snapshot they tell whether an exit leaves children behind.
+    /// (not in the last snapshot), their parents, and the processes that
+    /// exited. With the last snapshot they tell whether an exit leaves
+    /// children behind, and whether an exec is below a watched process.
     forked: HashMap<Pid, Vec<Pid>>,
+    parent_of: HashMap<Pid, Pid>,
     gone: HashSet<Pid>,
     /// Pidfd mode: per watched process, the members of the trees below it
     /// (as last judged): its exit orphans something only if one of them, or
@@ -106,6 +108,7 @@ impl ExitWatch {
             wake: Rc::new(Notify::new()),
             unseen: HashSet::new(),
             forked: HashMap::new(),
+            parent_of: HashMap::new(),
             gone: HashSet::new(),
             below: HashMap::new(),
             apart: HashSet::new(),
@@ -123,6 +126,7 @@ impl ExitWatch {
     pub fn scanning(&mut self) {
         self.unseen.clear();
         self.forked.clear();
+        self.parent_of.clear();
         self.gone.clear();
     }
 
@@ -276,6 +280,15 @@ impl ExitWatch {
             match *e {
                 ProcEvent::Exec { pid } => {
                     schedule.changed(pid);
+                    // Below a watched process that lives, whatever it is:
+                    // covered without reading it; marked, so that its exit
+                    // with children brings a scan.
+                    let parent = self.parent_of.get(&pid).copied().or_else(|| schedule.parent_of(pid));
+                    if parent.is_some_and(|p| self.watched.contains(&p) && !self.gone.contains(&p)) {
+                        self.unseen.insert(pid);
+                        self.costs.execs_covered += 1;
+                        continue;
+                    }
                     if let Some(seen) = look(pid).filter(|s| matches!(s.role, Role::Host | Role::Server)) {
                         self.unseen.insert(pid);
                         if !self.covered(seen, true, scope, &look) {
@@ -286,6 +299,7 @@ impl ExitWatch {
                 ProcEvent::Fork { parent, child } => {
                     schedule.changed(child);
                     self.forked.entry(parent).or_default().push(child);
+                    self.parent_of.insert(child, parent);
                     // A reused pid: whatever had it before, this one lives.
                     self.gone.remove(&child);
                 }

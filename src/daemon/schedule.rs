@@ -111,6 +111,11 @@ impl Schedule {
         Some(s.procs.iter().filter(|p| p.ppid == Some(pid)).map(|p| p.id).collect())
     }
 
+    /// The parent of `pid` at the last judged snapshot.
+    pub fn parent_of(&self, pid: Pid) -> Option<Pid> {
+        self.last.as_ref()?.get(pid)?.ppid
+    }
+
     /// The kernel reported a fork, exec or exit of `pid`.
     pub fn changed(&mut self, pid: Pid) {
         self.changed.insert(pid);
