@@ -404,3 +404,7 @@ const MAX_CHAIN: usize = 16;
 fn adopts(a: &Assessment, i: usize) -> bool {
     a.snapshot.procs[i].pid() == Pid::INIT || Some(i) == a.forest.scope || a.forest.role(i) == Role::Adopter
 }
+
+#[cfg(test)]
+#[path = "exits_tests.rs"]
+mod tests;
