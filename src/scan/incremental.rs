@@ -257,3 +257,46 @@ impl ProcFs {
         Snapshot::from_processes(procs, self.context())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{Identity, StartTime};
+    use crate::scan::process::{Details, Holder, ProcState, StdinEnd};
+
+    /// A process started at tick 1000 and last read at `checked`, with its
+    /// stdin's far end known.
+    fn read_at(checked: u64) -> Process {
+        Process {
+            id: Identity { pid: Pid::new(42).unwrap(), start_time: StartTime(1000) },
+            ppid: Pid::new(1),
+            pgid: None,
+            sid: None,
+            tty_nr: 0,
+            state: ProcState('S'),
+            kernel_thread: false,
+            comm: "node".into(),
+            cmdline: "node server.js".into(),
+            program: crate::program::Program::of_joined("node server.js"),
+            rss_bytes: 0,
+            details: Some(Box::new(Details { stdin: Some(StdinEnd::Open(Holder::Expected)), ..Details::default() })),
+            role: None,
+            dir_ino: 7,
+            checked_tick: checked,
+        }
+    }
+
+    #[test]
+    fn details_are_taken_over_from_settled_processes_without_the_stdin_answer() {
+        let tck = rustix::param::clock_ticks_per_second();
+        let mut old = read_at(1000 + 5 * tck);
+        take_over_details(&mut old);
+        let d = old.details.expect("kept: read five seconds after it started");
+        assert_eq!(d.stdin, None, "who can still write to its stdin is asked at every scan");
+        // Read in its first second: it may have exec'd, moved its stdio or
+        // renamed itself since; read again.
+        let mut young = read_at(1000 + tck / 2);
+        take_over_details(&mut young);
+        assert!(young.details.is_none());
+    }
+}
