@@ -130,6 +130,13 @@ impl ExitWatch {
         self.gone.clear();
     }
 
+    /// Pidfd mode: the members of trees just reaped are read again at the
+    /// next scan, and their children with them, as if watched processes had
+    /// exited (without a scan now).
+    pub fn reaped(&mut self, pids: impl IntoIterator<Item = Pid>) {
+        self.exited.borrow_mut().extend(pids);
+    }
+
     /// The watched processes whose pidfd said they exited since last asked.
     pub fn take_exited(&mut self) -> HashSet<Pid> {
         std::mem::take(&mut *self.exited.borrow_mut())

@@ -47,7 +47,7 @@ fn judged(procs: &[(i32, i32)]) -> Schedule {
     };
     let snap = Snapshot::from_processes(procs.iter().map(|&(p, pp)| process(p, pp)).collect(), ctx);
     let mut s = Schedule::new();
-    s.judged(snap, &[], false);
+    s.judged(snap, &[]);
     s
 }
 

@@ -416,11 +416,16 @@ impl Daemon {
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
         self.shared.borrow_mut().session_ends = self.endings.status();
-        // After a reap, pidfd mode reads everything again (it would not see
-        // who the killed processes' children went to); event mode hears
-        // every exit and builds on the re-check's fresh snapshot.
-        let reread_all = !done.outcomes.is_empty() && !self.exits.events();
-        self.schedule.judged(a.snapshot, &a.judgements, reread_all);
+        // After a reap the next read builds on the re-check's fresh
+        // snapshot: event mode hears every exit; pidfd mode reads the killed
+        // members again as if watched ones had exited, and with them their
+        // children (re-parented, which it would not see otherwise).
+        if !done.outcomes.is_empty() && !self.exits.events() {
+            let snap = &a.snapshot;
+            let killed = a.judgements.iter().filter(|j| j.reap).flat_map(|j| j.members.iter());
+            self.exits.reaped(killed.map(|&(m, _)| snap.procs[m].pid()));
+        }
+        self.schedule.judged(a.snapshot, &a.judgements);
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
         let line = self.shared.borrow().status_line();

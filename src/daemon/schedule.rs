@@ -131,10 +131,9 @@ impl Schedule {
         self.want_full = true;
     }
 
-    /// A cycle judged `snapshot`: the next read builds on it, or reads every
-    /// `stat` when `reread_all` (after a reap in pidfd mode); a young tree's deadline
+    /// A cycle judged `snapshot`: the next read builds on it; a young tree's deadline
     /// wakes the loop a moment after it passes.
-    pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement], reread_all: bool) {
+    pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement]) {
         let now = Instant::now();
         self.next_young = judgements
             .iter()
@@ -142,9 +141,6 @@ impl Schedule {
             .map(|left| now + left)
             .min()
             .map(|t| t + Duration::from_millis(20));
-        if reread_all {
-            self.want_full = true;
-        }
         self.last = Some(snapshot);
     }
 
