@@ -9,6 +9,12 @@
 //! that outlives the real host above it. When a watched process exits, the
 //! trees it was watched for are read again whole (members and the chain up
 //! to it, command lines included), so they are judged as they are now.
+//!
+//! What churn costs (issue 24): an exit scans only when it leaves a child
+//! or tree member alive (an orphan); otherwise it is a lookup in the last
+//! snapshot and the events since. A host or server exec'd below a watched
+//! process (or, in event mode, below a host: the chain up is then marked)
+//! asks for no scan; one with no owner but an adopter is scanned soon.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
