@@ -1,6 +1,6 @@
 //! The long-running daemon's loop: a current-thread tokio loop that scans
 //! every `interval_secs`, at once when a watched host or owner exits leaving
-//! children (see [`ExitWatch`] for what exits and execs cost), and
+//! children (see `exits.rs` for what exits and execs cost), and
 //! when a young tree's grace runs out; serves the control socket; reloads
 //! config. This file is the loop: one `select!` whose arms each call one
 //! handler. Start-up (sockets, state, event source, the initial [`Daemon`])
