@@ -89,11 +89,25 @@ impl Cycle<'_> {
         let before = memory.book.clone();
         let lineage = crate::hostcfg::lineage_changes();
         let (procfs, cfg, scope, pressure) = (self.procfs, self.cfg, self.scope, self.pressure);
+        let kind = read.kind();
+        let mut lap = [Duration::ZERO; 2];
         let judged = procfs
             .read(read)
             .map_err(AssessError::Scan)
-            .and_then(|snap| assess_snapshot(procfs, cfg, scope, &memory.book, now, snap, started, pressure))
-            .and_then(|a| plan_from(procfs, cfg, scope, &mut memory.book, now, a, pressure));
+            .and_then(|snap| {
+                lap[0] = started.elapsed();
+                assess_snapshot(procfs, cfg, scope, &memory.book, now, snap, started, pressure)
+            })
+            .and_then(|a| {
+                lap[1] = started.elapsed();
+                plan_from(procfs, cfg, scope, &mut memory.book, now, a, pressure)
+            });
+        tracing::debug!(
+            "cycle ({kind} read): read {:.1} ms, judged at {:.1} ms, planned at {:.1} ms",
+            lap[0].as_secs_f64() * 1e3,
+            lap[1].as_secs_f64() * 1e3,
+            started.elapsed().as_secs_f64() * 1e3
+        );
         // Saved before acting, not after: a reaper killed mid-termination
         // keeps the grace clocks this cycle started.
         let save = match self.kind {

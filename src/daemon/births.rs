@@ -1,4 +1,4 @@
-//! New processes without the proc connector (pidfd mode): a few times a
+//! New processes without the proc connector (pidfd mode): five times a
 //! second, the last allocated pid of the namespace says whether anything was
 //! created since the last look, and the pids in between are the only ones
 //! read. A host or server among them is scanned soon, so its host is watched
@@ -10,8 +10,11 @@ use crate::ids::Pid;
 use crate::scan::ProcFs;
 
 /// How often to look: a host born and dead within one interval is still
-/// seen within this, plus the spacing of scans.
-const EVERY: Duration = Duration::from_millis(500);
+/// seen within this, plus the spacing of scans. Scans are few under churn
+/// (the exits of hosts not watched yet are not heard): this bounds how late
+/// such a host's orphans are found. A look costs a read of `loadavg`; the
+/// new pids are read once whatever the period.
+const EVERY: Duration = Duration::from_millis(200);
 /// More new pids than this in one look (a fork storm, a wrapped counter):
 /// scan instead of reading them one by one.
 const MAX_READ: i32 = 2048;

@@ -9,6 +9,12 @@
 //! that outlives the real host above it. When a watched process exits, the
 //! trees it was watched for are read again whole (members and the chain up
 //! to it, command lines included), so they are judged as they are now.
+//!
+//! What churn costs (issue 24): an exit scans only when it leaves a child
+//! or tree member alive (an orphan); otherwise it is a lookup in the last
+//! snapshot and the events since. A host or server exec'd below a watched
+//! process (or, in event mode, below a host: the chain up is then marked)
+//! asks for no scan; one with no owner but an adopter is scanned soon.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -30,8 +36,31 @@ use crate::sys;
 pub struct Intake {
     /// The kernel dropped events: the next read must take nothing over.
     pub lost: bool,
-    /// A watched or not-yet-seen process exited: scan shortly.
+    /// A watched or not-yet-seen process exited leaving children (now
+    /// orphans of it): scan shortly.
     pub exit: bool,
+}
+
+/// A process as read now, for deciding whether its exec needs a scan.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    pub id: crate::ids::Identity,
+    pub role: Role,
+    pub ppid: Option<Pid>,
+}
+
+/// How many exits and execs cost a scan, and how many did not: logged when
+/// the daemon stops (what the load bench reads to tell where scans come from).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Costs {
+    /// Exits of watched or unseen processes that left children: scanned.
+    pub exits_scanned: u64,
+    /// Exits of watched or unseen processes without children: a lookup.
+    pub exits_looked_up: u64,
+    /// Host or server execs whose host was already watched or marked: no scan.
+    pub execs_covered: u64,
+    /// Host or server execs that asked for a scan soon.
+    pub execs_scanned: u64,
 }
 
 pub struct ExitWatch {
@@ -48,9 +77,29 @@ pub struct ExitWatch {
     /// Watched processes whose pidfd said they exited (pidfd mode).
     exited: Rc<RefCell<HashSet<Pid>>>,
     wake: Rc<Notify>,
-    /// Hosts and servers exec'd since the last scan: not watched yet, so
-    /// their exit must trigger a scan by itself.
+    /// Hosts and servers exec'd since the last scan, and (event mode) the
+    /// owners and ancestors above them up to a watched process or the
+    /// adopter: not watched yet, so their exit must trigger a scan by itself
+    /// (when it leaves children).
     unseen: HashSet<Pid>,
+    /// Event mode, since the last scan: the children each process forked
+    /// (not in the last snapshot), their parents, and the processes that
+    /// exited. With the last snapshot they tell whether an exit leaves
+    /// children behind, and whether an exec is below a watched process.
+    forked: HashMap<Pid, Vec<Pid>>,
+    parent_of: HashMap<Pid, Pid>,
+    gone: HashSet<Pid>,
+    /// Pidfd mode: per watched process, the members of the trees below it
+    /// (as last judged): its exit orphans something only if one of them, or
+    /// a child it had then, is still alive.
+    below: HashMap<Pid, Vec<crate::ids::Identity>>,
+    /// Hosts of kept trees that are not above them (a `reaperctl run`
+    /// wrapper's host): their exit orphans a tree without leaving a child,
+    /// so it always brings a scan.
+    apart: HashSet<Pid>,
+    /// Event mode: when the next batch of events may be read.
+    next_drain: Option<std::time::Instant>,
+    pub costs: Costs,
 }
 
 impl ExitWatch {
@@ -64,6 +113,13 @@ impl ExitWatch {
             exited: Rc::default(),
             wake: Rc::new(Notify::new()),
             unseen: HashSet::new(),
+            forked: HashMap::new(),
+            parent_of: HashMap::new(),
+            gone: HashSet::new(),
+            below: HashMap::new(),
+            apart: HashSet::new(),
+            next_drain: None,
+            costs: Costs::default(),
         }
     }
 
@@ -75,11 +131,110 @@ impl ExitWatch {
     /// A scan starts: what was exec'd before it will be seen by it.
     pub fn scanning(&mut self) {
         self.unseen.clear();
+        self.forked.clear();
+        self.parent_of.clear();
+        self.gone.clear();
+    }
+
+    /// Pidfd mode: the members of trees just reaped are read again at the
+    /// next scan, and their children with them, as if watched processes had
+    /// exited (without a scan now).
+    pub fn reaped(&mut self, pids: impl IntoIterator<Item = Pid>) {
+        self.exited.borrow_mut().extend(pids);
     }
 
     /// The watched processes whose pidfd said they exited since last asked.
     pub fn take_exited(&mut self) -> HashSet<Pid> {
         std::mem::take(&mut *self.exited.borrow_mut())
+    }
+
+    /// Event mode: whether `pid` has a child not known to have exited: one
+    /// it had at the last scan or forked since. (A child that exited and
+    /// whose pid was reused by another fork counts as alive: a scan too many
+    /// at worst.)
+    fn leaves_children(&self, pid: Pid, schedule: &Schedule) -> bool {
+        let Some(before) = schedule.children_of(pid) else { return true };
+        before
+            .iter()
+            .map(|id| id.pid)
+            .chain(self.forked.get(&pid).into_iter().flatten().copied())
+            .any(|c| !self.gone.contains(&c))
+    }
+
+    /// Pidfd mode: whether the watched processes that exited (and are not
+    /// taken yet) left anything behind: a child they had at the last scan,
+    /// or a member of a tree below them, still alive (same identity). When
+    /// not, their exit orphaned nothing and costs no scan; they stay in the
+    /// exited set for the next one. A host or server born since the last scan
+    /// is known here when [`ExitWatch::covered`] found it below a watched
+    /// process; one that [`super::births`] has not seen yet is seen within
+    /// a fifth of a second, re-parented: then it is not covered, and scanned.
+    pub fn exits_left_orphans(&mut self, schedule: &Schedule, alive: impl Fn(crate::ids::Identity) -> bool) -> bool {
+        let exited = self.exited.borrow();
+        let left = exited.iter().any(|pid| {
+            if self.apart.contains(pid) {
+                return true;
+            }
+            // No snapshot to go by (a failed cycle): scan.
+            let Some(children) = schedule.children_of(*pid) else { return true };
+            children.into_iter().chain(self.below.get(pid).into_iter().flatten().copied()).any(&alive)
+        });
+        drop(exited);
+        if left {
+            self.costs.exits_scanned += 1;
+        } else {
+            self.costs.exits_looked_up += 1;
+        }
+        left
+    }
+
+    /// A host or server was exec'd (event mode) or born (pidfd mode): is its
+    /// tree's owner already watched, so that its orphaning will be heard
+    /// without a scan now? Walks up from `seen`'s parent through launchers
+    /// and servers to the owner, then on up: a watched process covers it; in
+    /// event mode (`mark`) every process passed on the way is marked unseen
+    /// (its exit with children then brings a scan), and a host among them
+    /// covers it as well. A tree with no owner but an adopter, or one whose
+    /// parent is gone, is not covered: it is judged by a scan soon.
+    pub fn covered(&mut self, seen: Seen, mark: bool, scope: Option<Pid>, look: impl Fn(Pid) -> Option<Seen>) -> bool {
+        let mut host = mark && seen.role == Role::Host;
+        let mut up = seen.ppid;
+        let mut owner_found = false;
+        let covered = 'walk: {
+            for _ in 0..MAX_CHAIN {
+                let Some(p) = up else { break 'walk host && owner_found };
+                if p == Pid::INIT || Some(p) == scope {
+                    break 'walk host && owner_found;
+                }
+                // (In pidfd mode, not one whose pidfd said it exited: the
+                // pid may be another process's by now.)
+                if self.watched.contains(&p) && !self.exited.borrow().contains(&p) {
+                    // Pidfd mode knows no forks: its exit must find this one
+                    // alive below it, as it finds the trees it was watched for.
+                    if !mark {
+                        self.below.entry(p).or_default().push(seen.id);
+                    }
+                    break 'walk true;
+                }
+                let Some(q) = look(p) else { break 'walk false };
+                if q.role == Role::Adopter {
+                    break 'walk host && owner_found;
+                }
+                owner_found |= !q.role.is_tree_link();
+                if mark {
+                    host |= q.role == Role::Host;
+                    self.unseen.insert(p);
+                }
+                up = q.ppid;
+            }
+            false
+        };
+        if covered {
+            self.costs.execs_covered += 1;
+        } else {
+            self.costs.execs_scanned += 1;
+        }
+        covered
     }
 
     /// What the exit of `exited` asks to be read again (command lines
@@ -94,9 +249,14 @@ impl ExitWatch {
     }
 
     /// Resolves when process events are waiting; never in pidfd mode.
+    /// Batches are read [`COALESCE`] apart at most: under churn each fork and
+    /// exit would otherwise wake the loop by itself.
     pub async fn events_ready(&self) {
         match &self.connector {
             Some(c) => {
+                if let Some(t) = self.next_drain {
+                    tokio::time::sleep_until(t.into()).await;
+                }
                 let _ = c.readable().await.map(|mut g| g.retain_ready());
             }
             None => std::future::pending().await,
@@ -109,9 +269,11 @@ impl ExitWatch {
     pub async fn intake(
         &mut self,
         schedule: &mut Schedule,
-        interesting: impl Fn(Pid) -> bool,
+        scope: Option<Pid>,
+        look: impl Fn(Pid) -> Option<Seen>,
     ) -> std::io::Result<Intake> {
         let Some(c) = &self.connector else { return Ok(Intake { lost: false, exit: false }) };
+        self.next_drain = Some(std::time::Instant::now() + COALESCE);
         let mut guard = c.readable().await.ok();
         let batch = match Connector::drain(c.get_ref().as_fd(), &mut self.buf) {
             Ok(batch) => batch,
@@ -126,28 +288,53 @@ impl ExitWatch {
         if let Some(g) = guard.as_mut() {
             g.clear_ready();
         }
+        let mut exit = false;
         for e in &batch.events {
             match *e {
                 ProcEvent::Exec { pid } => {
                     schedule.changed(pid);
-                    if interesting(pid) {
+                    // Below a watched process that lives, whatever it is:
+                    // covered without reading it; marked, so that its exit
+                    // with children brings a scan.
+                    let parent = self.parent_of.get(&pid).copied().or_else(|| schedule.parent_of(pid));
+                    if parent.is_some_and(|p| self.watched.contains(&p) && !self.gone.contains(&p)) {
                         self.unseen.insert(pid);
-                        schedule.soon_after_exec();
+                        self.costs.execs_covered += 1;
+                        continue;
+                    }
+                    if let Some(seen) = look(pid).filter(|s| matches!(s.role, Role::Host | Role::Server)) {
+                        self.unseen.insert(pid);
+                        if !self.covered(seen, true, scope, &look) {
+                            schedule.soon_after_exec();
+                        }
                     }
                 }
-                ProcEvent::Fork { child, .. } => schedule.changed(child),
+                ProcEvent::Fork { parent, child } => {
+                    schedule.changed(child);
+                    self.forked.entry(parent).or_default().push(child);
+                    self.parent_of.insert(child, parent);
+                    // A reused pid: whatever had it before, this one lives.
+                    self.gone.remove(&child);
+                }
                 ProcEvent::Exit { pid } => {
                     schedule.changed(pid);
+                    self.gone.insert(pid);
                     for &r in self.reread.get(&pid).into_iter().flatten() {
                         schedule.changed(r);
+                    }
+                    // An exit that leaves no child orphans nothing: the
+                    // pids are marked changed for the next read, no more.
+                    if self.watched.contains(&pid) || self.unseen.contains(&pid) {
+                        if self.apart.contains(&pid) || self.leaves_children(pid, schedule) {
+                            self.costs.exits_scanned += 1;
+                            exit = true;
+                        } else {
+                            self.costs.exits_looked_up += 1;
+                        }
                     }
                 }
             }
         }
-        let exit = batch
-            .events
-            .iter()
-            .any(|e| matches!(e, ProcEvent::Exit { pid } if self.watched.contains(pid) || self.unseen.contains(pid)));
         Ok(Intake { lost: batch.lost, exit })
     }
 
@@ -156,6 +343,8 @@ impl ExitWatch {
     pub fn rewatch(&mut self, a: &Assessment) {
         let snap = &a.snapshot;
         let mut reread: HashMap<Pid, Vec<Pid>> = HashMap::new();
+        let mut below: HashMap<Pid, Vec<crate::ids::Identity>> = HashMap::new();
+        let mut apart = HashSet::new();
         for j in a.judgements.iter().filter(|j| matches!(j.verdict, Verdict::Live | Verdict::Foreign | Verdict::Stale))
         {
             let Some(owner) = j.owner else { continue };
@@ -172,14 +361,18 @@ impl ExitWatch {
             }
             let members = j.members.iter().map(|&(m, _)| snap.procs[m].pid());
             let again: Vec<Pid> = chain.iter().map(|&c| snap.procs[c].pid()).chain(members).collect();
-            for &c in &chain {
-                reread.entry(snap.procs[c].pid()).or_default().extend(&again);
+            let ids: Vec<crate::ids::Identity> = j.members.iter().map(|&(m, _)| snap.procs[m].id).collect();
+            if let Some(h) = j.host.filter(|h| !chain.contains(h)) {
+                apart.insert(snap.procs[h].pid());
             }
-            if let Some(h) = j.host {
-                reread.entry(snap.procs[h].pid()).or_default().extend(&again);
+            for &c in chain.iter().chain(j.host.as_ref()) {
+                reread.entry(snap.procs[c].pid()).or_default().extend(&again);
+                below.entry(snap.procs[c].pid()).or_default().extend(&ids);
             }
         }
         self.reread = reread;
+        self.below = below;
+        self.apart = apart;
         let want: HashSet<Pid> = self.reread.keys().copied().collect();
         if want == self.watched {
             return;
@@ -193,7 +386,9 @@ impl ExitWatch {
         }
         for &pid in &self.watched {
             let Ok(fd) = sys::pidfd_open(pid) else {
-                self.wake.notify_one(); // already gone: rescan
+                // Already gone: as if its pidfd had said so.
+                self.exited.borrow_mut().insert(pid);
+                self.wake.notify_one();
                 continue;
             };
             let (wake, exited) = (self.wake.clone(), self.exited.clone());
@@ -208,6 +403,11 @@ impl ExitWatch {
     }
 }
 
+/// How long events may wait to be read with the next ones: an exit that
+/// orphans a tree is acted on this much later at most; the loop wakes at
+/// most 100 times a second for events, not once for each.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Ancestors watched above a tree's owner at most (a deep chain of shells
 /// and wrappers; the host is within it in practice).
 const MAX_CHAIN: usize = 16;
@@ -217,3 +417,7 @@ const MAX_CHAIN: usize = 16;
 fn adopts(a: &Assessment, i: usize) -> bool {
     a.snapshot.procs[i].pid() == Pid::INIT || Some(i) == a.forest.scope || a.forest.role(i) == Role::Adopter
 }
+
+#[cfg(test)]
+#[path = "exits_tests.rs"]
+mod tests;

@@ -1,5 +1,6 @@
 //! The long-running daemon's loop: a current-thread tokio loop that scans
-//! every `interval_secs`, at once when a watched host or owner exits, and
+//! every `interval_secs`, at once when a watched host or owner exits leaving
+//! children (see `exits.rs` for what exits and execs cost), and
 //! when a young tree's grace runs out; serves the control socket; reloads
 //! config. This file is the loop: one `select!` whose arms each call one
 //! handler. Start-up (sockets, state, event source, the initial [`Daemon`])
@@ -17,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::births::{Births, Born};
 use super::board::{Shared, unix_now};
-use super::exits::ExitWatch;
+use super::exits::{ExitWatch, Seen};
 use super::notify::Notifier;
 use super::pressure::PressureWatch;
 use super::schedule::Schedule;
@@ -125,28 +126,50 @@ impl Daemon {
             }
         }
         self.notifier.stopping();
-        tracing::info!("mcp-reaperd stopping");
+        let c = self.exits.costs;
+        tracing::info!(
+            "mcp-reaperd stopping; watched or new processes' exits: {} scanned, {} looked up (no children); \
+             host and server execs: {} covered by a watched or marked host, {} scanned soon",
+            c.exits_scanned,
+            c.exits_looked_up,
+            c.execs_covered,
+            c.execs_scanned
+        );
         let saved = state::save(&self.state_path, &self.memory.book);
         self.state_writes.record(&self.state_path, saved);
         std::process::ExitCode::from(exit::OK)
     }
 
-    /// A watched process's pidfd says it exited: let the kernel finish
-    /// re-parenting its children, then scan.
-    async fn exit_seen(&self) -> Step {
+    /// A watched process's pidfd says it exited: when it left children or
+    /// tree members behind, let the kernel finish re-parenting them, then
+    /// scan; otherwise it orphaned nothing, and the next scan reads it.
+    async fn exit_seen(&mut self) -> Step {
+        let procfs = &self.procfs;
+        let alive = |id: crate::ids::Identity| procfs.process(id.pid).is_some_and(|p| p.id == id);
+        if !self.exits.exits_left_orphans(&self.schedule, alive) {
+            return Step::Idle;
+        }
         tokio::time::sleep_until(self.schedule.exit_scan_at().into()).await;
         SCAN
     }
 
     /// Pidfd mode: a host or server created since the last look is scanned
-    /// soon (its host then watched, or its orphans found).
+    /// soon (its host then watched, or its orphans found), unless its tree's
+    /// owner is watched already.
     fn born(&mut self) -> Step {
         let wanted = match self.births.since(&self.procfs) {
             Born::Nothing => false,
             Born::Many => true,
             Born::Pids(pids) => {
-                let cfg = &self.shared.borrow().cfg;
-                pids.into_iter().any(|pid| interesting_exec(&self.procfs, cfg, pid))
+                let shared = self.shared.borrow();
+                let (cfg, scope) = (&shared.cfg, shared.args.scope);
+                let look = |pid| look_at(&self.procfs, cfg, pid);
+                let mut wanted = false;
+                for seen in pids.into_iter().filter_map(look).filter(|s| matches!(s.role, Role::Host | Role::Server)) {
+                    // Every one is looked at (the counters), none read twice.
+                    wanted |= !self.exits.covered(seen, false, scope, look);
+                }
+                wanted
             }
         };
         if wanted {
@@ -158,14 +181,16 @@ impl Daemon {
     /// Process events are waiting (event mode).
     async fn intake(&mut self) -> Step {
         let (procfs, shared) = (&self.procfs, &self.shared);
-        let interesting = |pid| interesting_exec(procfs, &shared.borrow().cfg, pid);
-        match self.exits.intake(&mut self.schedule, interesting).await {
+        let scope = shared.borrow().args.scope;
+        let look = |pid| look_at(procfs, &shared.borrow().cfg, pid);
+        match self.exits.intake(&mut self.schedule, scope, look).await {
             Ok(intake) => {
                 if intake.lost {
                     tracing::debug!("process events were lost; rescanning");
                     self.schedule.need_full();
                 }
                 if intake.exit {
+                    tracing::debug!("a watched or new process exited leaving children: scanning");
                     tokio::time::sleep_until(self.schedule.exit_scan_at().into()).await;
                 }
                 if intake.lost || intake.exit { SCAN } else { Step::Idle }
@@ -328,7 +353,8 @@ impl Daemon {
         for pid in self.exits.reread_for(&exited) {
             self.schedule.changed(pid);
         }
-        let read = self.schedule.next_read(self.exits.events(), exited);
+        let interval = Duration::from_secs(cfg.interval_secs);
+        let read = self.schedule.next_read(self.exits.events(), exited, interval);
         let mut memory = std::mem::take(&mut self.memory);
         let before = memory.clone();
         let state_file = self.state_path.clone();
@@ -391,7 +417,16 @@ impl Daemon {
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
         self.shared.borrow_mut().session_ends = self.endings.status();
-        self.schedule.judged(a.snapshot, &a.judgements, !done.outcomes.is_empty());
+        // After a reap the next read builds on the re-check's fresh
+        // snapshot: event mode hears every exit; pidfd mode reads the killed
+        // members again as if watched ones had exited, and with them their
+        // children (re-parented, which it would not see otherwise).
+        if !done.outcomes.is_empty() && !self.exits.events() {
+            let snap = &a.snapshot;
+            let killed = a.judgements.iter().filter(|j| j.reap).flat_map(|j| j.members.iter());
+            self.exits.reaped(killed.map(|&(m, _)| snap.procs[m].pid()));
+        }
+        self.schedule.judged(a.snapshot, &a.judgements);
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
         let line = self.shared.borrow().status_line();
@@ -429,10 +464,10 @@ impl Daemon {
     }
 }
 
-/// Whether an exec'd pid is a host or a server (read now).
-fn interesting_exec(procfs: &ProcFs, cfg: &Config, pid: Pid) -> bool {
-    let Some(p) = procfs.process(pid) else { return false };
-    matches!(cfg.matcher.classify_subject(crate::tree::subject(&p)).role, Role::Host | Role::Server)
+/// What a pid is (read now): its role by its command line, and its parent.
+fn look_at(procfs: &ProcFs, cfg: &Config, pid: Pid) -> Option<Seen> {
+    let p = procfs.process(pid)?;
+    Some(Seen { id: p.id, role: cfg.matcher.classify_subject(crate::tree::subject(&p)).role, ppid: p.ppid })
 }
 
 /// The watchdog's next tick; never without a watchdog.

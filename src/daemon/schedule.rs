@@ -35,6 +35,10 @@ pub struct Schedule {
     /// When the last scan started. The periodic scan is due `interval` after
     /// it, whatever events arrive in between (they must not push it back).
     last_scan: Instant,
+    /// When a read last dropped every detail (fds, stdin ends, sockets):
+    /// reads in between keep those of the processes they do not read again,
+    /// and one at least every `interval` drops them (the periodic scan).
+    last_details: Instant,
     /// A young tree's grace runs out.
     next_young: Option<Instant>,
     /// A scan wanted shortly (a host or server was just exec'd).
@@ -52,6 +56,7 @@ impl Schedule {
             last_full: now,
             last_fresh: now,
             last_scan: now,
+            last_details: now,
             next_young: None,
             soon: None,
         }
@@ -59,7 +64,7 @@ impl Schedule {
 
     /// When the next scan is due unless something calls for one earlier.
     pub fn deadline(&self, interval: Duration) -> Instant {
-        let mut deadline = self.last_scan + interval;
+        let mut deadline = (self.last_scan + interval).min(self.last_details + interval);
         if let Some(y) = self.next_young {
             deadline = deadline.min(y);
         }
@@ -100,6 +105,17 @@ impl Schedule {
         }
     }
 
+    /// The children `pid` had at the last judged snapshot (`None`: there is none).
+    pub fn children_of(&self, pid: Pid) -> Option<Vec<crate::ids::Identity>> {
+        let s = self.last.as_ref()?;
+        Some(s.procs.iter().filter(|p| p.ppid == Some(pid)).map(|p| p.id).collect())
+    }
+
+    /// The parent of `pid` at the last judged snapshot.
+    pub fn parent_of(&self, pid: Pid) -> Option<Pid> {
+        self.last.as_ref()?.get(pid)?.ppid
+    }
+
     /// The kernel reported a fork, exec or exit of `pid`.
     pub fn changed(&mut self, pid: Pid) {
         self.changed.insert(pid);
@@ -115,10 +131,9 @@ impl Schedule {
         self.want_full = true;
     }
 
-    /// A cycle judged `snapshot`: the next read builds on it; a reap changed
-    /// much, so then the next read is a full one; a young tree's deadline
+    /// A cycle judged `snapshot`: the next read builds on it; a young tree's deadline
     /// wakes the loop a moment after it passes.
-    pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement], reaped: bool) {
+    pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement]) {
         let now = Instant::now();
         self.next_young = judgements
             .iter()
@@ -126,37 +141,43 @@ impl Schedule {
             .map(|left| now + left)
             .min()
             .map(|t| t + Duration::from_millis(20));
-        if reaped {
-            self.want_full = true;
-        }
         self.last = Some(snapshot);
     }
 
     /// Event mode reads only what the kernel reported changed; pidfd mode
     /// reads only new pids, and what the watched processes that `exited`
     /// leave behind. Full reads still come every `RESYNC` / `PIDFD_RESYNC`,
-    /// and fresh ones every `FRESH` and whenever events were lost.
-    pub fn next_read(&mut self, events: bool, exited: HashSet<Pid>) -> Read {
+    /// and fresh ones every `FRESH` and whenever events were lost. Such a
+    /// read keeps the details of the processes it takes over unless the last
+    /// one that dropped them is `interval` old: the periodic scan reads every
+    /// detail afresh, the scans that exits and execs bring in between read
+    /// them for what they read again.
+    pub fn next_read(&mut self, events: bool, exited: HashSet<Pid>, interval: Duration) -> Read {
         let prev = self.last.take();
         let changed = std::mem::take(&mut self.changed);
         let want_full = std::mem::take(&mut self.want_full);
         let now = Instant::now();
         if self.need_full || prev.is_none() || self.last_fresh.elapsed() >= FRESH {
             self.need_full = false;
-            (self.last_full, self.last_fresh) = (now, now);
+            (self.last_full, self.last_fresh, self.last_details) = (now, now, now);
             return Read::Fresh;
         }
         let resync = if events { RESYNC } else { PIDFD_RESYNC };
         match prev {
             Some(prev) if !want_full && self.last_full.elapsed() < resync => {
+                // A little early counts: the periodic scan is due right at `interval`.
+                let details = self.last_details.elapsed() + Duration::from_millis(50) < interval;
+                if !details {
+                    self.last_details = now;
+                }
                 if events {
-                    Read::Delta { prev, changed }
+                    Read::Delta { prev, changed, details }
                 } else {
-                    Read::NewPids { prev, changed, exited }
+                    Read::NewPids { prev, changed, exited, details }
                 }
             }
             prev => {
-                self.last_full = now;
+                (self.last_full, self.last_details) = (now, now);
                 Read::Stats { prev, changed }
             }
         }

@@ -49,6 +49,27 @@ fn kept_short(p: &Process) -> bool {
     p.program.is_cut() && p.cmdline.len() <= CMDLINE_SHORT + " …".len()
 }
 
+/// A process whose details are taken over was last read this long after it
+/// started at least (`stat` read then; its details then or later): younger
+/// ones are still settling in (an exec right after the fork, which pidfd
+/// mode does not see; an SDK moving its stdio to fds 3 and 4; a launcher
+/// renaming itself) and are read again at each scan.
+const DETAILS_SETTLED_SECS: u64 = 1;
+
+/// Details taken over keep their fds (when the process had settled, see
+/// [`DETAILS_SETTLED_SECS`]), not the answer about who can still write to
+/// the stdin: a host drops its server's pipes without any process event, so
+/// each scan asks again (a `poll` and a look at the holder's fd, for the
+/// live trees only: see `scan/link.rs`).
+fn take_over_details(p: &mut Process) {
+    let tck = rustix::param::clock_ticks_per_second();
+    if p.checked_tick.saturating_sub(p.id.start_time.0) < tck * DETAILS_SETTLED_SECS {
+        p.details = None;
+    } else if let Some(d) = p.details.as_mut() {
+        d.stdin = None;
+    }
+}
+
 /// What a full read may take over from the previous snapshot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reuse {
@@ -61,7 +82,11 @@ pub enum Reuse {
     /// inode as before (the pidfd-mode tick): only new pids are read. A
     /// reused pid gets a new directory inode; an exec or re-parenting is not
     /// seen, which is why such ticks alternate with `Cmdlines` reads.
+    /// Its details are dropped (read again where a decision needs them).
     Unchanged,
+    /// As [`Reuse::Unchanged`], details included: the scans between two
+    /// that read details afresh (see [`Read::NewPids`]).
+    Whole,
 }
 
 /// How a read builds on the last snapshot; [`ProcFs::read`] applies it. The
@@ -75,10 +100,29 @@ pub enum Read {
     Stats { prev: Option<Snapshot>, changed: HashSet<Pid> },
     /// Only new pids ([`Reuse::Unchanged`]), plus `changed`, plus the watched
     /// processes that `exited` and their children (they were re-parented).
-    NewPids { prev: Snapshot, changed: HashSet<Pid>, exited: HashSet<Pid> },
+    /// With `details`, a process taken over keeps the details last read
+    /// ([`Reuse::Whole`]) but for its stdin's far end, asked afresh: a scan
+    /// brought by an exit or an exec then reads status, fds and cgroups only
+    /// of the processes it read again. Such
+    /// details may be as old as the last read that did not keep them (the
+    /// caller bounds that); nothing is killed on them: the re-check before
+    /// acting ([`crate::cycle::plan_from`]) reads every detail afresh.
+    NewPids { prev: Snapshot, changed: HashSet<Pid>, exited: HashSet<Pid>, details: bool },
     /// The last snapshot brought up to date from the pids the kernel reported
-    /// as changed ([`ProcFs::refresh`]).
-    Delta { prev: Snapshot, changed: HashSet<Pid> },
+    /// as changed ([`ProcFs::refresh`]); `details` as for [`Read::NewPids`].
+    Delta { prev: Snapshot, changed: HashSet<Pid>, details: bool },
+}
+
+impl Read {
+    /// What kind of read this is, for a log line.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Read::Fresh => "fresh",
+            Read::Stats { .. } => "full",
+            Read::NewPids { details: true, .. } | Read::Delta { details: true, .. } => "incremental",
+            Read::NewPids { .. } | Read::Delta { .. } => "incremental, details afresh",
+        }
+    }
 }
 
 impl Snapshot {
@@ -99,11 +143,12 @@ impl ProcFs {
         match read {
             Read::Fresh => self.rescan(None, Reuse::Nothing, &HashSet::new()),
             Read::Stats { prev, changed } => self.rescan(prev.as_ref(), Reuse::Cmdlines, &changed),
-            Read::NewPids { prev, mut changed, exited } => {
+            Read::NewPids { prev, mut changed, exited, details } => {
                 changed.extend(prev.after_exits(&exited));
-                self.rescan(Some(&prev), Reuse::Unchanged, &changed)
+                let reuse = if details { Reuse::Whole } else { Reuse::Unchanged };
+                self.rescan(Some(&prev), reuse, &changed)
             }
-            Read::Delta { prev, changed } => Ok(self.refresh(prev, &changed)),
+            Read::Delta { prev, changed, details } => Ok(self.refresh(prev, &changed, details)),
         }
     }
 
@@ -135,9 +180,12 @@ impl ProcFs {
                 .and_then(|s| s.get(pid))
                 .filter(|q| q.identity_settled() && !changed.contains(&pid) && !kept_short(q));
             let p = match old {
-                Some(q) if reuse == Reuse::Unchanged && q.dir_ino == ino && ino != 0 => {
+                Some(q) if matches!(reuse, Reuse::Unchanged | Reuse::Whole) && q.dir_ino == ino && ino != 0 => {
                     let mut q = q.clone();
-                    q.details = None;
+                    if reuse == Reuse::Unchanged {
+                        q.details = None;
+                    }
+                    take_over_details(&mut q);
                     Some(q)
                 }
                 Some(q) => {
@@ -171,10 +219,11 @@ impl ProcFs {
     /// Brings `prev` up to date from the pids the kernel reported as changed
     /// (forked, exec'd or exited) instead of reading every process: the
     /// daemon's tick in event mode. Children of an exited process are re-read
-    /// too (they were re-parented). Details are dropped: they are re-read for
-    /// the processes a decision is about. Processes whose identity was not
-    /// settled yet are re-read as well, so that it settles.
-    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>) -> Snapshot {
+    /// too (they were re-parented). Details are dropped unless `details`
+    /// (see [`Read::Delta`]): they are re-read for the processes a decision
+    /// is about. Processes whose identity was not settled yet are re-read as
+    /// well, so that it settles.
+    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>, details: bool) -> Snapshot {
         let tick = self.now_tick();
         let mut dirty = changed.clone();
         for p in &prev.procs {
@@ -187,7 +236,10 @@ impl ProcFs {
             .into_iter()
             .filter(|p| !dirty.contains(&p.pid()))
             .map(|mut p| {
-                p.details = None;
+                if !details {
+                    p.details = None;
+                }
+                take_over_details(&mut p);
                 p
             })
             .collect();
@@ -203,5 +255,48 @@ impl ProcFs {
             }
         }
         Snapshot::from_processes(procs, self.context())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{Identity, StartTime};
+    use crate::scan::process::{Details, Holder, ProcState, StdinEnd};
+
+    /// A process started at tick 1000 and last read at `checked`, with its
+    /// stdin's far end known.
+    fn read_at(checked: u64) -> Process {
+        Process {
+            id: Identity { pid: Pid::new(42).unwrap(), start_time: StartTime(1000) },
+            ppid: Pid::new(1),
+            pgid: None,
+            sid: None,
+            tty_nr: 0,
+            state: ProcState('S'),
+            kernel_thread: false,
+            comm: "node".into(),
+            cmdline: "node server.js".into(),
+            program: crate::program::Program::of_joined("node server.js"),
+            rss_bytes: 0,
+            details: Some(Box::new(Details { stdin: Some(StdinEnd::Open(Holder::Expected)), ..Details::default() })),
+            role: None,
+            dir_ino: 7,
+            checked_tick: checked,
+        }
+    }
+
+    #[test]
+    fn details_are_taken_over_from_settled_processes_without_the_stdin_answer() {
+        let tck = rustix::param::clock_ticks_per_second();
+        let mut old = read_at(1000 + 5 * tck);
+        take_over_details(&mut old);
+        let d = old.details.expect("kept: read five seconds after it started");
+        assert_eq!(d.stdin, None, "who can still write to its stdin is asked at every scan");
+        // Read in its first second: it may have exec'd, moved its stdio or
+        // renamed itself since; read again.
+        let mut young = read_at(1000 + tck / 2);
+        take_over_details(&mut young);
+        assert!(young.details.is_none());
     }
 }

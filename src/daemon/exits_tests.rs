@@ -1,0 +1,131 @@
+//! What an exit or an exec costs: a lookup when it orphans nothing or its
+//! tree's owner is watched already, a scan otherwise.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::ids::{Identity, StartTime};
+use crate::scan::{Context, ProcState, Process, Snapshot};
+
+fn pid(n: i32) -> Pid {
+    Pid::new(n).unwrap()
+}
+
+fn id(n: i32) -> Identity {
+    Identity { pid: pid(n), start_time: StartTime(n.cast_unsigned().into()) }
+}
+
+fn process(p: i32, ppid: i32) -> Process {
+    Process {
+        id: id(p),
+        ppid: Pid::new(ppid),
+        pgid: Pid::new(p),
+        sid: Pid::new(p),
+        tty_nr: 0,
+        state: ProcState('S'),
+        kernel_thread: false,
+        comm: "x".into(),
+        cmdline: "x".into(),
+        program: crate::program::Program::of_joined("x"),
+        rss_bytes: 0,
+        details: None,
+        role: None,
+        dir_ino: 0,
+        checked_tick: u64::MAX,
+    }
+}
+
+/// A schedule whose last judged snapshot holds `(pid, ppid)`s.
+fn judged(procs: &[(i32, i32)]) -> Schedule {
+    let ctx = Context {
+        self_pid: None,
+        self_pidns: None,
+        self_nspid_depth: None,
+        self_uid: None,
+        uptime_secs: 100_000.0,
+        clk_tck: 100,
+    };
+    let snap = Snapshot::from_processes(procs.iter().map(|&(p, pp)| process(p, pp)).collect(), ctx);
+    let mut s = Schedule::new();
+    s.judged(snap, &[]);
+    s
+}
+
+/// What `look` finds: pid → (role, ppid); absent pids are gone.
+fn world(w: &[(i32, Role, i32)]) -> impl Fn(Pid) -> Option<Seen> {
+    let map: HashMap<Pid, Seen> =
+        w.iter().map(|&(p, role, pp)| (pid(p), Seen { id: id(p), role, ppid: Pid::new(pp) })).collect();
+    move |p| map.get(&p).copied()
+}
+
+#[test]
+fn an_exit_costs_a_scan_only_when_a_child_lives_on() {
+    let s = judged(&[(1, 0), (10, 1), (11, 10)]);
+    let mut w = ExitWatch::new(None);
+    assert!(w.leaves_children(pid(10), &s), "its child at the last scan lives");
+    w.gone.insert(pid(11));
+    assert!(!w.leaves_children(pid(10), &s), "its only child exited before it");
+    w.forked.insert(pid(10), vec![pid(12)]);
+    assert!(w.leaves_children(pid(10), &s), "a child forked since the last scan lives");
+    w.gone.insert(pid(12));
+    assert!(!w.leaves_children(pid(10), &s));
+    assert!(!w.leaves_children(pid(11), &s), "a leaf");
+    assert!(w.leaves_children(pid(10), &Schedule::new()), "no snapshot to go by: scan");
+}
+
+#[test]
+fn pidfd_mode_scans_when_something_below_the_exited_process_is_alive() {
+    let s = judged(&[(1, 0), (10, 1), (11, 10)]);
+    let mut w = ExitWatch::new(None);
+    w.exited.borrow_mut().insert(pid(10));
+    assert!(w.exits_left_orphans(&s, |i| i == id(11)), "its child lives");
+    assert!(!w.exits_left_orphans(&s, |_| false), "all gone: a lookup");
+    w.below.insert(pid(10), vec![id(20)]);
+    assert!(w.exits_left_orphans(&s, |i| i == id(20)), "a tree member below it lives");
+    w.below.clear();
+    w.apart.insert(pid(10));
+    assert!(w.exits_left_orphans(&s, |_| false), "a host not above its tree: always a scan");
+    assert!(w.exits_left_orphans(&Schedule::new(), |_| false), "no snapshot to go by: scan");
+}
+
+#[test]
+fn an_exec_below_a_host_is_covered_and_the_chain_up_is_marked() {
+    // server 20 ← launcher 21 ← host 22 ← shell 23 ← init
+    let look = world(&[(20, Role::Server, 21), (21, Role::Launcher, 22), (22, Role::Host, 23), (23, Role::Other, 1)]);
+    let mut w = ExitWatch::new(None);
+    assert!(w.covered(look(pid(20)).unwrap(), true, None, &look));
+    for p in [21, 22, 23] {
+        assert!(w.unseen.contains(&pid(p)), "{p} is marked: its exit with children brings a scan");
+    }
+    // Without marking (pidfd mode) only a watched process covers it.
+    let mut w = ExitWatch::new(None);
+    assert!(!w.covered(look(pid(20)).unwrap(), false, None, &look));
+    w.watched.insert(pid(22));
+    assert!(w.covered(look(pid(20)).unwrap(), false, None, &look));
+    assert_eq!(w.below.get(&pid(22)), Some(&vec![id(20)]), "its exit must find this server alive");
+    w.exited.borrow_mut().insert(pid(22));
+    assert!(!w.covered(look(pid(20)).unwrap(), false, None, &look), "a watched pid that exited covers nothing");
+}
+
+#[test]
+fn a_server_with_no_owner_but_an_adopter_is_scanned_soon() {
+    let look = world(&[
+        (30, Role::Server, 31),
+        (31, Role::Launcher, 1),
+        (40, Role::Server, 1),
+        (50, Role::Server, 51),
+        (60, Role::Server, 61),
+        (61, Role::Launcher, 99),
+        (70, Role::Server, 71),
+        (71, Role::Adopter, 1),
+        (80, Role::Server, 81),
+        (81, Role::Other, 1),
+    ]);
+    let scope = Some(pid(99));
+    let mut w = ExitWatch::new(None);
+    for p in [30, 40, 50, 60, 70] {
+        assert!(!w.covered(look(pid(p)).unwrap(), true, scope, &look), "{p}");
+    }
+    // An owner that is no host, below init: judged by a scan too.
+    assert!(!w.covered(look(pid(80)).unwrap(), true, scope, &look));
+}
