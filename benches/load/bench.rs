@@ -13,7 +13,7 @@ use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Signal, WaitOptions, WaitStatus};
 
 use crate::node::{Held, Io, Node, node_command, on_terminal, open_pty};
-use crate::procfs::{pidfd, pss_swap_pss};
+use crate::procfs::{mono_ns, pidfd, pss_swap_pss};
 use crate::setup::Params;
 use crate::{EVENTS_ENV, KILL_WAIT_SECS, LIFELINE_ENV, ORPHAN_TOUCH_MIB, TERM_TIMEOUT_SECS};
 
@@ -68,6 +68,9 @@ pub(crate) struct OrphanTree {
     /// Tree gone (every member) and server gone, after the host's death.
     pub(crate) tree_latency: Option<Duration>,
     pub(crate) server_latency: Option<Duration>,
+    /// The first SIGTERM a member received, after the host's death (or the
+    /// tree's letting go).
+    pub(crate) signal_latency: Option<Duration>,
     pub(crate) abandoned: bool,
 }
 
@@ -240,6 +243,18 @@ impl Bench {
                     self.wrong.push((self.phase, what));
                 }
             }
+            ["term", pid, ns] => {
+                // The monotonic clock is `Instant`'s: back from now by the age.
+                let (pid, ns): (i32, u64) = (pid.parse().unwrap_or(0), ns.parse().unwrap_or(u64::MAX));
+                let at = Instant::now().checked_sub(Duration::from_nanos(mono_ns().saturating_sub(ns)));
+                let tree = self.trees.values_mut().find(|t| t.members.iter().any(|m| m.pid == pid));
+                if let (Some(t), Some(at)) = (tree, at)
+                    && let Some(killed) = t.killed_at
+                {
+                    let l = at.saturating_duration_since(killed);
+                    t.signal_latency = Some(t.signal_latency.map_or(l, |s| s.min(l)));
+                }
+            }
             ["exit", pid, code, tag, _tree, kind] => {
                 self.unexpected.push(format!("pid {pid} ({kind}, child of a {tag} process) exited with {code}"));
             }
@@ -396,6 +411,7 @@ impl Bench {
                 measured: 0,
                 tree_latency: None,
                 server_latency: None,
+                signal_latency: None,
                 abandoned: false,
             })
             .into_mut()

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -188,6 +188,50 @@ pub(crate) fn write_line(f: &mut std::fs::File, line: &str) {
     let _ = f.write_all(line.as_bytes());
 }
 
+/// The events file's fd, for [`on_term`].
+static TERM_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// SIGTERM arrived: one `term PID MONOTONIC_NS` line, then death by SIGTERM
+/// (the disposition reset, the signal raised again: delivered once this
+/// handler returns). Async-signal-safe: no allocation, no lock.
+extern "C" fn on_term(_: libc::c_int) {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill; clock_gettime is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
+    let ns = u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0);
+    let mut line = [0u8; 64];
+    let mut n = 0;
+    for (i, part) in [u64::from(std::process::id()), ns].into_iter().enumerate() {
+        for &b in if i == 0 { b"term ".as_slice() } else { b" ".as_slice() } {
+            line[n] = b;
+            n += 1;
+        }
+        let mut digits = [0u8; 20];
+        let (mut v, mut d) = (part, 0);
+        loop {
+            digits[d] = b'0' + u8::try_from(v % 10).unwrap_or(0);
+            d += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        for k in (0..d).rev() {
+            line[n] = digits[k];
+            n += 1;
+        }
+    }
+    line[n] = b'\n';
+    n += 1;
+    // SAFETY: write, signal and raise are async-signal-safe; the buffer
+    // holds `n` bytes; the fd is the events file, open for this process's life.
+    unsafe {
+        libc::write(TERM_FD.load(std::sync::atomic::Ordering::Relaxed), line.as_ptr().cast(), n);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        libc::raise(libc::SIGTERM);
+    }
+}
+
 /// Forks; the child runs `body` and exits with status 0.
 pub(crate) fn fork_child(body: impl FnOnce()) -> i32 {
     // SAFETY: node processes are single-threaded (no thread is ever started
@@ -236,8 +280,17 @@ pub(crate) fn node_main(text: &str) -> ! {
         }
     };
     let me = std::process::id();
-    // A parent that ignored SIGTERM passes that on through exec.
-    let handler = if node.ignore_term { libc::SIG_IGN } else { libc::SIG_DFL };
+    // A parent that ignored SIGTERM passes that on through exec. A member
+    // of a tree to reap notes when SIGTERM arrives (the "signalled" figure),
+    // then dies of it as before.
+    let handler = if node.ignore_term {
+        libc::SIG_IGN
+    } else if node.tag == "orphan" {
+        TERM_FD.store(events.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
+        on_term as extern "C" fn(libc::c_int) as libc::sighandler_t
+    } else {
+        libc::SIG_DFL
+    };
     // SAFETY: single-threaded; setting a disposition to SIG_IGN/SIG_DFL.
     unsafe { libc::signal(libc::SIGTERM, handler) };
     if node.ignore_hup {

@@ -42,6 +42,9 @@ pub(crate) struct PhaseResult {
     pub(crate) missed: usize,
     pub(crate) tree_lat_ms: Vec<f64>,
     pub(crate) server_lat_ms: Vec<f64>,
+    /// Host death → a member's SIGTERM received (orphan trees whose members
+    /// heed SIGTERM).
+    pub(crate) signal_lat_ms: Vec<f64>,
     pub(crate) wrong_kills: usize,
     pub(crate) rss_start: u64,
     pub(crate) rss_end: u64,
@@ -251,6 +254,9 @@ impl Bench {
                 r.tree_lat_ms.push(l.as_secs_f64() * 1000.0);
                 if let Some(s) = t.server_latency {
                     r.server_lat_ms.push(s.as_secs_f64() * 1000.0);
+                }
+                if let Some(s) = t.signal_latency.filter(|_| t.kind == Kind::Orphan) {
+                    r.signal_lat_ms.push(s.as_secs_f64() * 1000.0);
                 }
             } else {
                 r.missed += 1;

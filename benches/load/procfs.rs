@@ -89,3 +89,10 @@ pub(crate) fn exited(fd: &OwnedFd) -> bool {
     let ts = rustix::fs::Timespec { tv_sec: 0, tv_nsec: 0 };
     matches!(rustix::event::poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
 }
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock of `Instant` and of the
+/// nodes' `term` lines.
+pub(crate) fn mono_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}

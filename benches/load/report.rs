@@ -96,6 +96,12 @@ pub(crate) fn print(
         format!("{} / {}", r.missed, r.late)
     });
     row("wrong kills", &|r| r.wrong_kills.to_string());
+    row("host death → orphans signalled, ms: median (goal ≤ 50, events)", &|r| {
+        format!("{:.0}", median(&r.signal_lat_ms))
+    });
+    row("  p95 / max (trees measured)", &|r| {
+        format!("{:.0} / {:.0} ({})", percentile(&r.signal_lat_ms, 0.95), max(&r.signal_lat_ms), r.signal_lat_ms.len())
+    });
     row("host death → tree gone, ms: median", &|r| format!("{:.0}", median(&r.tree_lat_ms)));
     row("  p95 / max", &|r| format!("{:.0} / {:.0}", percentile(&r.tree_lat_ms, 0.95), max(&r.tree_lat_ms)));
     row("host death → server gone, ms: median / max", &|r| {
