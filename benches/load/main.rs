@@ -23,9 +23,12 @@
 //!   Abandoned and stale trees are used (alive, held) for one interval and 2 s
 //!   before they are let go, so the daemon has seen them live first.
 //!
-//! Checks: no missed tree, no wrong kill; measures reap latency, the
-//! daemon's RSS (start/end/max) and CPU, and compares its memory accounting
-//! with `smaps_rollup` read by the bench just before each host is killed.
+//! Checks: no missed tree, no wrong kill; measures reap latency (host death
+//! → first SIGTERM a member receives, "signalled": each member of a tree to
+//! reap notes its arrival in the events file; and → every member gone), the
+//! daemon's RSS (start/end/max, and once a minute) and CPU, and compares its
+//! memory accounting with `smaps_rollup` read by the bench just before each
+//! host is killed.
 //!
 //! `cargo bench --bench load` (as root for event mode; the pidfd mode runs as
 //! anyone). Env:
