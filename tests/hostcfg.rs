@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
-use common::{Daemon, Launch, Sandbox, Spec, TempDir, alive, s, wait_until};
+use common::{Daemon, Launch, Sandbox, Spec, TempDir, alive, in_any_tree, s, wait_until};
 use serde_json::{Value, json};
 
 /// A fixture home, a project and two directories each holding a weather.py.
@@ -86,11 +86,6 @@ fn outcomes(v: &Value) -> Vec<&Value> {
     v["outcomes"].as_array().map(|a| a.iter().collect()).unwrap_or_default()
 }
 
-/// The member `pid` of any tree of a scan report, if it is in one.
-fn member(v: &Value, pid: i32) -> Option<&Value> {
-    v["trees"].as_array()?.iter().flat_map(|t| t["members"].as_array().into_iter().flatten()).find(|m| m["pid"] == pid)
-}
-
 fn pid_where(sb: &Sandbox, argv: &str, cwd: &Path) -> i32 {
     sb.ready()
         .iter()
@@ -115,7 +110,7 @@ fn quickstart_in_a_projects_mcp_json_is_reaped_after_its_host_dies() {
     let v = once(&f, &sb);
     assert!(outcomes(&v).is_empty(), "nothing is reaped below a live host: {v:#}");
     let v = scan(&f, &sb);
-    let m = member(&v, server).unwrap_or_else(|| panic!("the configured python is no tree member: {v:#}"));
+    let m = in_any_tree(&v, server).unwrap_or_else(|| panic!("the configured python is no tree member: {v:#}"));
     assert_eq!(m["role"], "server", "{m:#}");
     let file = f.path_str("project/.mcp.json");
     assert_eq!(
@@ -123,7 +118,7 @@ fn quickstart_in_a_projects_mcp_json_is_reaped_after_its_host_dies() {
         format!("configured in {file} (mcpServers.weather); seen as a child of host claude [{host}]")
     );
     assert_eq!(m["configured"]["key"], "mcpServers.weather", "{m:#}");
-    assert!(member(&v, other).is_none(), "the unconfigured python is no server: {v:#}");
+    assert!(in_any_tree(&v, other).is_none(), "the unconfigured python is no server: {v:#}");
     assert!(v["hosts"]["servers"].as_array().is_some_and(|s| s.iter().any(|x| x["file"] == file.as_str())), "{v:#}");
     // `reaperctl hosts` lists the host, the file and the server.
     let h = run(&f, env!("CARGO_BIN_EXE_reaperctl"), &["hosts", "--json", "--scope", &s(sb.scope_pid())]);
@@ -211,9 +206,9 @@ fn a_bare_script_name_counts_only_for_a_child_carrying_its_hosts_marker() {
     let unmarked = pid_where(&sb, "python3 server.py", &f.path("other"));
     assert!(outcomes(&once(&f, &sb)).is_empty());
     let v = scan(&f, &sb);
-    let m = member(&v, marked).unwrap_or_else(|| panic!("{v:#}"));
+    let m = in_any_tree(&v, marked).unwrap_or_else(|| panic!("{v:#}"));
     assert_eq!(m["configured"]["session"], "0b9e6c1a-5d2f-4c3e-9f00-1234abcd5678", "{m:#}");
-    assert!(member(&v, unmarked).is_none(), "{v:#}");
+    assert!(in_any_tree(&v, unmarked).is_none(), "{v:#}");
     sb.kill_host(host);
     let v = once(&f, &sb);
     let o = outcomes(&v);
@@ -281,10 +276,10 @@ fn a_hosts_own_home_is_read_where_it_differs_from_the_reapers() {
     let other = pid_where(&sb, "python3 weather.py", &f.path("other"));
     assert!(outcomes(&once(&f, &sb)).is_empty());
     let v = scan(&f, &sb);
-    let m = member(&v, server).unwrap_or_else(|| panic!("the configured python is no tree member: {v:#}"));
+    let m = in_any_tree(&v, server).unwrap_or_else(|| panic!("the configured python is no tree member: {v:#}"));
     let file = f.path_str("hosthome/.claude.json");
     assert_eq!(m["configured"]["file"], file.as_str(), "{m:#}");
-    assert!(member(&v, other).is_none(), "{v:#}");
+    assert!(in_any_tree(&v, other).is_none(), "{v:#}");
     sb.kill_host(host);
     let v = once(&f, &sb);
     let o = outcomes(&v);
@@ -386,10 +381,10 @@ fn qwens_python_dash_m_server_in_its_directory_is_reaped_and_its_namesake_elsewh
     let other = sb.pid_of(&venv("other"));
     assert!(outcomes(&once(&f, &sb)).is_empty());
     let v = scan(&f, &sb);
-    let m = member(&v, server).unwrap_or_else(|| panic!("Qwen's server is in no tree: {v:#}"));
+    let m = in_any_tree(&v, server).unwrap_or_else(|| panic!("Qwen's server is in no tree: {v:#}"));
     assert_eq!(m["configured"]["file"], f.path_str("qhome/.qwen/settings.json"), "{m:#}");
     assert_eq!(m["configured"]["session"], "5e0c-77", "{m:#}");
-    assert!(member(&v, other).is_none(), "{v:#}");
+    assert!(in_any_tree(&v, other).is_none(), "{v:#}");
     sb.kill_host(host);
     let v = once(&f, &sb);
     let o = outcomes(&v);

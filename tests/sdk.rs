@@ -21,7 +21,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, s, wait_until};
+use common::{Sandbox, Spec, TempDir, alive, in_any_tree, reaped_roots, s, wait_until};
 use serde_json::Value;
 
 const WEATHER_PY: &str = "\"\"\"The quickstart's weather server.\"\"\"\nimport sys\ntry:\n    from mcp.server.fastmcp import FastMCP\nexcept ImportError:\n    FastMCP = None\n\nmcp = FastMCP(\"weather\") if FastMCP else None\nfor line in sys.stdin:\n    pass\n";
@@ -95,17 +95,6 @@ fn scan(f: &Fixture, sb: &Sandbox) -> Value {
     run(f, env!("CARGO_BIN_EXE_reaperctl"), &["scan", "--json", "--scope", &s(sb.scope_pid())])
 }
 
-fn member(v: &Value, pid: i32) -> Option<&Value> {
-    v["trees"].as_array()?.iter().flat_map(|t| t["members"].as_array().into_iter().flatten()).find(|m| m["pid"] == pid)
-}
-
-fn roots(v: &Value) -> Vec<i64> {
-    let mut r: Vec<i64> =
-        v["outcomes"].as_array().into_iter().flatten().filter_map(|o| o["root"]["pid"].as_i64()).collect();
-    r.sort_unstable();
-    r
-}
-
 fn pid_in(sb: &Sandbox, argv: &str, cwd: &Path) -> i32 {
     sb.ready()
         .iter()
@@ -142,36 +131,36 @@ fn an_sdk_client_hosts_orphans_are_reaped_by_what_their_programs_import() {
     let detached = sb.pid_of("python3 -m forecast");
 
     // While the host lives nothing is reaped.
-    assert!(roots(&once(&f, &sb)).is_empty());
+    assert!(reaped_roots(&once(&f, &sb)).is_empty());
     sb.kill_host(host);
 
     // `[hosts] read_programs = false`: no program is read, none is known.
     let off = f.dir.write("off.toml", f.dir.config_text(0, "", "[hosts]\nread_programs = false"));
     let v = run_with(&f, &off, env!("CARGO_BIN_EXE_reaperctl"), &["scan", "--json", "--scope", &s(sb.scope_pid())]);
-    assert!(member(&v, weather).is_none() && member(&v, node).is_none(), "{v:#}");
+    assert!(in_any_tree(&v, weather).is_none() && in_any_tree(&v, node).is_none(), "{v:#}");
 
     let v = scan(&f, &sb);
-    let m = member(&v, weather).unwrap_or_else(|| panic!("the weather server is in no tree: {v:#}"));
+    let m = in_any_tree(&v, weather).unwrap_or_else(|| panic!("the weather server is in no tree: {v:#}"));
     assert_eq!(m["role"], "server", "{m:#}");
     let file = f.path_str("weather/weather.py");
     assert_eq!(m["role_rule"], format!("its script imports mcp.server.fastmcp ({file})"), "{m:#}");
     assert_eq!(m["sdk"]["kind"], "imports", "{m:#}");
     assert_eq!(m["sdk"]["found"], "mcp.server.fastmcp", "{m:#}");
-    let n = member(&v, node).unwrap_or_else(|| panic!("the node server is in no tree: {v:#}"));
+    let n = in_any_tree(&v, node).unwrap_or_else(|| panic!("the node server is in no tree: {v:#}"));
     assert_eq!(n["sdk"]["found"], "@modelcontextprotocol/sdk/server/mcp.js", "{n:#}");
-    let t = member(&v, tides).unwrap_or_else(|| panic!("the declared entry is in no tree: {v:#}"));
+    let t = in_any_tree(&v, tides).unwrap_or_else(|| panic!("the declared entry is in no tree: {v:#}"));
     assert_eq!(
         (t["sdk"]["kind"].as_str(), t["sdk"]["found"].as_str()),
         (Some("declares"), Some("@modelcontextprotocol/sdk"))
     );
     for p in [seed, client, detached] {
-        assert!(member(&v, p).is_none(), "{p} is no server: {v:#}");
+        assert!(in_any_tree(&v, p).is_none(), "{p} is no server: {v:#}");
     }
 
     let v = once(&f, &sb);
     let mut want = vec![i64::from(weather), i64::from(npm_sh), i64::from(tides)];
     want.sort_unstable();
-    assert_eq!(roots(&v), want, "{v:#}");
+    assert_eq!(reaped_roots(&v), want, "{v:#}");
     assert!(v["outcomes"].as_array().unwrap().iter().all(|o| o["verdict"] == "orphan"), "{v:#}");
     assert!(wait_until(Duration::from_secs(10), || [weather, npm_sh, node, tides].iter().all(|&p| !alive(p))));
     sb.assert_alive(&[seed, client, detached]);
@@ -207,7 +196,7 @@ fn bystanders_with_stdio_links_in_an_mcp_project_stay() {
     assert_eq!(all.len(), 9, "{:#?}", sb.ready());
     sb.kill_host(host);
     let v = once(&f, &sb);
-    assert!(roots(&v).is_empty(), "{v:#}");
+    assert!(reaped_roots(&v).is_empty(), "{v:#}");
     sb.assert_alive(&all);
 }
 
@@ -243,7 +232,7 @@ fn an_sdk_2_server_keeps_its_transport_above_fd_2_and_is_still_known() {
     assert!(wait_until(Duration::from_secs(20), moved), "the server never moved its stdin to /dev/null");
     sb.kill_host(host);
     let v = scan(&f, &sb);
-    let m = member(&v, server).unwrap_or_else(|| panic!("the SDK 2.x server is in no tree: {v:#}"));
+    let m = in_any_tree(&v, server).unwrap_or_else(|| panic!("the SDK 2.x server is in no tree: {v:#}"));
     assert_eq!(m["sdk"]["found"], "mcp.server.fastmcp", "{m:#}");
     assert_eq!(m["evidence"]["fd0"], "/dev/null", "{m:#}");
     assert_eq!(m["evidence"]["transport"], serde_json::json!({"input": 3, "output": 4}), "{m:#}");
@@ -255,7 +244,7 @@ fn an_sdk_2_server_keeps_its_transport_above_fd_2_and_is_still_known() {
         reason.contains("pipe on fds 3 and 4") && reason.contains("its script imports mcp.server.fastmcp"),
         "{reason}"
     );
-    assert_eq!(roots(&once(&f, &sb)), [i64::from(server)]);
+    assert_eq!(reaped_roots(&once(&f, &sb)), [i64::from(server)]);
     assert!(wait_until(Duration::from_secs(10), || !common::alive(server)), "the SDK 2.x orphan survived");
 }
 
@@ -284,7 +273,7 @@ fn an_sdk_2_server_whose_live_host_closed_its_moved_transport_is_abandoned() {
         v["trees"].as_array().unwrap().iter().any(|t| t["root"] == server && t["verdict"] == "abandoned")
     });
     assert!(seen, "never abandoned: {v:#}");
-    assert_eq!(roots(&once(&f, &sb)), [i64::from(server)]);
+    assert_eq!(reaped_roots(&once(&f, &sb)), [i64::from(server)]);
     assert!(wait_until(Duration::from_secs(10), || !common::alive(server)), "the abandoned server survived");
     sb.assert_alive(&[host]);
 }

@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, s, wait_until};
+use common::{Sandbox, Spec, TempDir, alive, in_any_tree, reaped_roots, s, wait_until};
 use programs::{claim_pclntab_size, go_binary, zip};
 use serde_json::Value;
 
@@ -50,24 +50,13 @@ fn once(dir: &TempDir, sb: &Sandbox) -> Value {
     json(dir, env!("CARGO_BIN_EXE_mcp-reaperd"), sb, &["--once", "--log-target", "stderr"])
 }
 
-fn member(v: &Value, pid: i32) -> Option<&Value> {
-    v["trees"].as_array()?.iter().flat_map(|t| t["members"].as_array().into_iter().flatten()).find(|m| m["pid"] == pid)
-}
-
-fn roots(v: &Value) -> Vec<i64> {
-    let mut r: Vec<i64> =
-        v["outcomes"].as_array().into_iter().flatten().filter_map(|o| o["root"]["pid"].as_i64()).collect();
-    r.sort_unstable();
-    r
-}
-
 /// Kills the host, checks each server's evidence in `reaperctl scan`
 /// (`kind`, the reason's words), reaps, and checks who lives.
 fn reap_and_check(dir: &TempDir, sb: &Sandbox, host: i32, servers: &[(i32, &str, &str)], kept: &[i32]) {
     sb.kill_host(host);
     let v = scan(dir, sb);
     for &(pid, kind, words) in servers {
-        let m = member(&v, pid).unwrap_or_else(|| panic!("{pid} ({words}) is in no tree: {v:#}"));
+        let m = in_any_tree(&v, pid).unwrap_or_else(|| panic!("{pid} ({words}) is in no tree: {v:#}"));
         assert_eq!((m["role"].as_str(), m["sdk"]["kind"].as_str()), (Some("server"), Some(kind)), "{m:#}");
         let rule = m["role_rule"].as_str().unwrap_or_default();
         assert!(rule.contains(words), "{rule:?} lacks {words:?}");
@@ -75,12 +64,12 @@ fn reap_and_check(dir: &TempDir, sb: &Sandbox, host: i32, servers: &[(i32, &str,
         assert!(t["reason"].as_str().unwrap().contains(words), "{t:#}");
     }
     for &p in kept {
-        assert!(member(&v, p).is_none(), "{p} is no server: {:#}", v["trees"]);
+        assert!(in_any_tree(&v, p).is_none(), "{p} is no server: {:#}", v["trees"]);
     }
     let v = once(dir, sb);
     let mut want: Vec<i64> = servers.iter().map(|s| i64::from(s.0)).collect();
     want.sort_unstable();
-    assert_eq!(roots(&v), want, "{v:#}");
+    assert_eq!(reaped_roots(&v), want, "{v:#}");
     assert!(wait_until(Duration::from_secs(10), || servers.iter().all(|s| !alive(s.0))), "a server survived");
     sb.assert_alive(kept);
 }

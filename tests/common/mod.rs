@@ -886,6 +886,20 @@ pub fn member(t: &Value, pid: i32) -> &Value {
         .unwrap_or_else(|| panic!("{pid} is not a member: {t:#}"))
 }
 
+/// The member `pid` of any tree of a `scan --json` or `--once --json`
+/// report, if it is in one.
+pub fn in_any_tree(v: &Value, pid: i32) -> Option<&Value> {
+    v["trees"].as_array()?.iter().flat_map(|t| t["members"].as_array().into_iter().flatten()).find(|m| m["pid"] == pid)
+}
+
+/// The root pids of a `--once --json` run's outcomes, sorted.
+pub fn reaped_roots(v: &Value) -> Vec<i64> {
+    let mut r: Vec<i64> =
+        v["outcomes"].as_array().into_iter().flatten().filter_map(|o| o["root"]["pid"].as_i64()).collect();
+    r.sort_unstable();
+    r
+}
+
 // ---------------------------------------------------------------- a daemon's socket and log
 
 /// A running daemon as a test talks to it: its control socket and its log.
