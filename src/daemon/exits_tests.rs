@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::*;
 use crate::ids::{Identity, StartTime};
-use crate::scan::{Context, ProcState, Process, Snapshot};
+use crate::scan::{Context, Process, Snapshot};
 
 fn pid(n: i32) -> Pid {
     Pid::new(n).unwrap()
@@ -16,23 +16,7 @@ fn id(n: i32) -> Identity {
 }
 
 fn process(p: i32, ppid: i32) -> Process {
-    Process {
-        id: id(p),
-        ppid: Pid::new(ppid),
-        pgid: Pid::new(p),
-        sid: Pid::new(p),
-        tty_nr: 0,
-        state: ProcState('S'),
-        kernel_thread: false,
-        comm: "x".into(),
-        cmdline: "x".into(),
-        program: crate::program::Program::of_joined("x"),
-        rss_bytes: 0,
-        details: None,
-        role: None,
-        dir_ino: 0,
-        checked_tick: u64::MAX,
-    }
+    Process::synthetic(p, ppid, p.cast_unsigned().into(), "x")
 }
 
 /// A schedule whose last judged snapshot holds `(pid, ppid)`s.

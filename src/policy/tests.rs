@@ -56,16 +56,6 @@ impl World {
 
     pub(super) fn add(&mut self, p: i32, ppid: i32, cmd: &str) -> &mut Process {
         self.procs.push(Process {
-            id: Identity { pid: pid(p), start_time: StartTime(p as u64 * 7) },
-            ppid: Pid::new(ppid),
-            pgid: Pid::new(p),
-            sid: Pid::new(p),
-            tty_nr: 0,
-            state: ProcState('S'),
-            kernel_thread: false,
-            comm: cmd.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or("").chars().take(15).collect(),
-            cmdline: cmd.into(),
-            program: crate::program::Program::of_joined(cmd),
             rss_bytes: 1 << 20,
             details: Some(Box::new(Details {
                 uid: Some(Uid(1000)),
@@ -88,9 +78,7 @@ impl World {
                 stdin: None,
                 high_links: Vec::new(),
             })),
-            role: None,
-            dir_ino: 0,
-            checked_tick: u64::MAX,
+            ..Process::synthetic(p, ppid, p as u64 * 7, cmd)
         });
         self.procs.last_mut().unwrap()
     }

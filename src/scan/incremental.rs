@@ -261,28 +261,18 @@ impl ProcFs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{Identity, StartTime};
-    use crate::scan::process::{Details, Holder, ProcState, StdinEnd};
+    use crate::scan::process::{Details, Holder, StdinEnd};
 
     /// A process started at tick 1000 and last read at `checked`, with its
     /// stdin's far end known.
     fn read_at(checked: u64) -> Process {
         Process {
-            id: Identity { pid: Pid::new(42).unwrap(), start_time: StartTime(1000) },
-            ppid: Pid::new(1),
             pgid: None,
             sid: None,
-            tty_nr: 0,
-            state: ProcState('S'),
-            kernel_thread: false,
-            comm: "node".into(),
-            cmdline: "node server.js".into(),
-            program: crate::program::Program::of_joined("node server.js"),
-            rss_bytes: 0,
             details: Some(Box::new(Details { stdin: Some(StdinEnd::Open(Holder::Expected)), ..Details::default() })),
-            role: None,
             dir_ino: 7,
             checked_tick: checked,
+            ..Process::synthetic(42, 1, 1000, "node server.js")
         }
     }
 

@@ -296,6 +296,33 @@ pub struct Process {
     pub checked_tick: u64,
 }
 
+/// Processes as unit tests build them, without /proc.
+#[cfg(test)]
+impl Process {
+    /// Sleeping, in a session and group of its own, no details, read long
+    /// after it started; its comm is the base name of `cmd`'s first word.
+    pub(crate) fn synthetic(pid: i32, ppid: i32, start_time: u64, cmd: &str) -> Process {
+        let me = Pid::new(pid).expect("a positive pid");
+        Process {
+            id: Identity { pid: me, start_time: crate::ids::StartTime(start_time) },
+            ppid: Pid::new(ppid),
+            pgid: Some(me),
+            sid: Some(me),
+            tty_nr: 0,
+            state: ProcState('S'),
+            kernel_thread: false,
+            comm: cmd.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or("").chars().take(15).collect(),
+            cmdline: cmd.into(),
+            program: crate::program::Program::of_joined(cmd),
+            rss_bytes: 0,
+            details: None,
+            role: None,
+            dir_ino: 0,
+            checked_tick: u64::MAX,
+        }
+    }
+}
+
 impl Process {
     pub fn pid(&self) -> Pid {
         self.id.pid
