@@ -8,6 +8,7 @@ mod exits;
 mod http;
 pub mod notify;
 mod pressure;
+mod reload;
 pub mod run;
 mod schedule;
 mod start;

@@ -6,7 +6,7 @@
 //! handler. Start-up (sockets, state, event source, the initial [`Daemon`])
 //! is [`super::start`]'s. When to scan is [`Schedule`]'s, what exited
 //! [`ExitWatch`]'s, the status [`Shared`]'s, and the cycle itself
-//! [`crate::cycle::Cycle`]'s.
+//! [`crate::cycle::Cycle`]'s, a config reload `reload.rs`'s.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
 use super::births::{Births, Born};
-use super::board::{Shared, unix_now};
+use super::board::Shared;
 use super::exits::{ExitWatch, Seen};
 use super::notify::Notifier;
 use super::pressure::PressureWatch;
@@ -296,49 +296,6 @@ impl Daemon {
     fn reload(&mut self, why: &str) -> Step {
         self.reload_config(why);
         Step::Idle
-    }
-
-    fn reload_config(&mut self, why: &str) -> ReloadResult {
-        self.config.rearm();
-        self.notifier.reloading();
-        let sources = self.shared.borrow().sources.clone();
-        let result = match Config::load(&sources) {
-            Ok(new) => {
-                let changes = self.shared.borrow().cfg.diff(&new);
-                if changes.is_empty() {
-                    tracing::debug!("config reloaded ({why}): no changes");
-                } else {
-                    tracing::info!("config reloaded ({why}): {}", changes.join("; "));
-                }
-                if self.shared.borrow().cfg.metrics_listen != new.metrics_listen {
-                    tracing::warn!("metrics.listen changed: the HTTP server keeps its address until a restart");
-                }
-                crate::redact::install(new.redactor.clone());
-                if self.pressure.differs(&new.pressure) {
-                    self.pressure = PressureWatch::started(&new.pressure);
-                    self.shared.borrow_mut().pressure = self.pressure.status();
-                }
-                self.shared.borrow_mut().cfg = new;
-                ReloadResult { at_unix: unix_now(), ok: true, messages: changes }
-            }
-            Err(errs) => {
-                for e in &errs.0 {
-                    tracing::error!(
-                        reaper_action = "error",
-                        "config reload ({why}) failed, keeping the previous config: {e}"
-                    );
-                }
-                ReloadResult {
-                    at_unix: unix_now(),
-                    ok: false,
-                    messages: errs.0.iter().map(std::string::ToString::to_string).collect(),
-                }
-            }
-        };
-        self.shared.borrow_mut().last_reload = Some(result.clone());
-        let line = self.shared.borrow().status_line();
-        self.notifier.ready(&line);
-        result
     }
 
     /// One scan-judge-reap cycle on a blocking thread; the socket keeps answering.
