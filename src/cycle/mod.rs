@@ -191,12 +191,24 @@ pub fn plan_from(
     if wanted.is_empty() {
         return Ok((a, Vec::new()));
     }
-    // Fresh `stat` of every process (ppids, states); command lines of settled,
-    // unchanged processes are the ones just judged.
+    // The trees to reap, and the chains above them, read afresh (their
+    // members found again from the kernel's children lists); command lines
+    // of settled, unchanged processes are the ones just judged. Without
+    // children lists, a fresh `stat` of every process.
     let started = Instant::now();
-    let snap = procfs
-        .rescan(Some(&a.snapshot), Reuse::Cmdlines, &std::collections::HashSet::default())
-        .map_err(AssessError::Scan)?;
+    let pids: Vec<Pid> = a
+        .judgements
+        .iter()
+        .filter(|j| j.reap)
+        .flat_map(|j| std::iter::once(j.root).chain(j.members.iter().map(|&(m, _)| m)))
+        .map(|i| a.snapshot.procs[i].pid())
+        .collect();
+    let snap = match procfs.recheck(a.snapshot, pids) {
+        Ok(snap) => snap,
+        Err(judged) => procfs
+            .rescan(Some(&judged), Reuse::Cmdlines, &std::collections::HashSet::default())
+            .map_err(AssessError::Scan)?,
+    };
     let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started, pressure)?;
     let mut orders: Vec<crate::reap::Order> = fresh
         .judgements

@@ -3,10 +3,23 @@
 //! created since the last look, and the pids in between are the only ones
 //! read. A host or server among them is scanned soon, so its host is watched
 //! (or its orphans found) long before the next periodic scan.
+//!
+//! Most new processes under churn are forks that do not exec (a shell's
+//! subshells, worker pools): such a child runs its parent's program, so it
+//! has its parent's role, and reading its command line (a walk of its
+//! memory by the kernel) tells nothing new. A child whose comm and
+//! `startstack` are its parent's has not exec'd (exec randomizes the stack;
+//! fork copies it), so it costs one `stat` read (issue 24: reading every new
+//! pid whole was the largest part of the pidfd mode's cost under churn).
+//! Without address randomization (`randomize_va_space` 0, `setarch -R`) an
+//! exec of the parent's own program looks like a fork: its role is then
+//! learnt at the next scan instead, which is later, never wrong.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::ids::Pid;
+use super::exits::Seen;
+use crate::ids::{Identity, Pid, StartTime};
 use crate::scan::ProcFs;
 
 /// How often to look: a host born and dead within one interval is still
@@ -27,16 +40,59 @@ pub(crate) enum Born {
     Many,
 }
 
+/// Parents of new processes remembered at most; past that the book starts over.
+const MAX_PARENTS: usize = 512;
+
+/// A parent of new processes as read once: what its forks look like, and its role.
+struct Parent {
+    comm: String,
+    stack: u64,
+    seen: Seen,
+}
+
 pub(crate) struct Births {
     last: Option<i32>,
     timer: tokio::time::Interval,
+    /// Whether exec randomizes the stack here (a fork can be told apart).
+    randomized: bool,
+    parents: HashMap<Pid, Parent>,
 }
 
 impl Births {
-    pub(crate) fn new() -> Births {
+    pub(crate) fn new(procfs: &ProcFs) -> Births {
         let mut timer = tokio::time::interval(EVERY);
         timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Births { last: None, timer }
+        let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
+        let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
+        Births { last: None, timer, randomized, parents: HashMap::new() }
+    }
+
+    /// What a new pid is. A fork that did not exec is its parent's copy:
+    /// one `stat` read, the role its parent has. Anything else is read whole
+    /// by `look`.
+    pub(crate) fn look(&mut self, procfs: &ProcFs, pid: Pid, look: impl Fn(Pid) -> Option<Seen>) -> Option<Seen> {
+        if !self.randomized {
+            return look(pid);
+        }
+        let (st, stack) = procfs.stat_and_stack(pid)?;
+        let (Some(stack), Some(ppid)) = (stack.filter(|&s| s != 0), Pid::new(st.ppid)) else { return look(pid) };
+        if !self.parents.contains_key(&ppid) {
+            if self.parents.len() >= MAX_PARENTS {
+                self.parents.clear();
+            }
+            let parent = procfs.stat_and_stack(ppid).and_then(|(pst, pstack)| {
+                let seen = look(ppid).filter(|s| s.id.start_time.0 == pst.start_time)?;
+                Some(Parent { comm: pst.comm, stack: pstack?, seen })
+            });
+            let Some(parent) = parent else { return look(pid) };
+            self.parents.insert(ppid, parent);
+        }
+        let parent = &self.parents[&ppid];
+        if parent.stack == stack && parent.comm == st.comm && parent.seen.id.start_time.0 < st.start_time {
+            let id = Identity { pid, start_time: StartTime(st.start_time) };
+            return Some(Seen { id, role: parent.seen.role, ppid: Some(ppid) });
+        }
+        look(pid)
     }
 
     /// Resolves at the next look; never while `active` is false (event mode
@@ -60,5 +116,66 @@ impl Births {
         } else {
             Born::Pids(((last + 1)..=now).filter_map(Pid::new).collect())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::config::Role;
+
+    #[test]
+    fn a_fork_that_did_not_exec_takes_its_parents_role_without_a_read() {
+        let procfs = ProcFs::new("/proc");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        let _timer_needs_it = rt.enter();
+        let mut births = Births::new(&procfs);
+        if !births.randomized {
+            eprintln!("skipped: exec does not randomize the stack here (randomize_va_space)");
+            return;
+        }
+        // A subshell (a fork running a builtin) and an exec'd shell, both `sh`.
+        let mut parent = Command::new("sh")
+            .args(["-c", "exec 3<&0; (read a <&3) & sh -c 'read b; :' <&3 & wait"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let ppid = Pid::new(parent.id().cast_signed()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let kids = loop {
+            let kids = procfs.children(ppid).unwrap_or_default();
+            let execd = kids.iter().any(|&k| procfs.cmdline(k).is_some_and(|c| c.contains("read b")));
+            if kids.len() == 2 && execd {
+                break kids;
+            }
+            assert!(Instant::now() < deadline, "the shell's children did not appear");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let read_whole = RefCell::new(Vec::new());
+        let look = |pid: Pid| {
+            read_whole.borrow_mut().push(pid);
+            let p = procfs.process(pid)?;
+            let role = if pid == ppid { Role::Host } else { Role::Other };
+            Some(Seen { id: p.id, role, ppid: p.ppid })
+        };
+        for &k in &kids {
+            let seen = births.look(&procfs, k, look).expect("alive");
+            let forked = procfs.cmdline(k).is_some_and(|c| !c.contains("read b"));
+            if forked {
+                assert_eq!(seen.role, Role::Host, "the subshell is its parent's copy");
+                assert!(!read_whole.borrow().contains(&k), "and is not read whole");
+            } else {
+                assert_eq!(seen.role, Role::Other, "the exec'd shell is read whole");
+                assert!(read_whole.borrow().contains(&k));
+            }
+            assert_eq!(seen.ppid, Some(ppid));
+        }
+        assert_eq!(read_whole.borrow().iter().filter(|&&p| p == ppid).count(), 1, "the parent is read once");
+        drop(parent.stdin.take()); // both children read EOF and exit, then the parent
+        parent.wait().expect("wait");
     }
 }

@@ -97,6 +97,13 @@ pub struct ExitWatch {
     /// wrapper's host): their exit orphans a tree without leaving a child,
     /// so it always brings a scan.
     apart: HashSet<Pid>,
+    /// Pidfd mode: what the walks since the last scan passed on their way
+    /// from a host (or a server below one) to the adopter, to be watched
+    /// until the next scan ([`ExitWatch::watch_passed`]): event mode marks
+    /// them unseen instead.
+    passed: Vec<crate::ids::Identity>,
+    /// Pidfd mode: those watched, one pidfd task each, until the next scan.
+    provisional: HashMap<Pid, tokio::task::JoinHandle<()>>,
     /// Event mode: when the next batch of events may be read.
     next_drain: Option<std::time::Instant>,
     pub costs: Costs,
@@ -118,6 +125,8 @@ impl ExitWatch {
             gone: HashSet::new(),
             below: HashMap::new(),
             apart: HashSet::new(),
+            passed: Vec::new(),
+            provisional: HashMap::new(),
             next_drain: None,
             costs: Costs::default(),
         }
@@ -131,6 +140,10 @@ impl ExitWatch {
     /// A scan starts: what was exec'd before it will be seen by it.
     pub fn scanning(&mut self) {
         self.unseen.clear();
+        self.passed.clear();
+        for (_, t) in self.provisional.drain() {
+            t.abort();
+        }
         self.forked.clear();
         self.parent_of.clear();
         self.gone.clear();
@@ -191,15 +204,24 @@ impl ExitWatch {
     /// A host or server was exec'd (event mode) or born (pidfd mode): is its
     /// tree's owner already watched, so that its orphaning will be heard
     /// without a scan now? Walks up from `seen`'s parent through launchers
-    /// and servers to the owner, then on up: a watched process covers it; in
-    /// event mode (`mark`) every process passed on the way is marked unseen
-    /// (its exit with children then brings a scan), and a host among them
-    /// covers it as well. A tree with no owner but an adopter, or one whose
-    /// parent is gone, is not covered: it is judged by a scan soon.
+    /// and servers to the owner, then on up: a watched process covers it; a
+    /// host among those passed (or `seen` itself) covers it as well. Either
+    /// way every process passed on the way must be watched too (its exit
+    /// may orphan `seen`): in event mode (`mark`) they are marked unseen (an
+    /// exit with children then brings a scan); in pidfd mode they, and
+    /// `seen` when it is a host, are watched through a pidfd each until the
+    /// next scan ([`ExitWatch::watch_passed`]), and their exit must find
+    /// `seen` dead. A tree with no owner but an adopter, or one whose parent
+    /// is gone, is not covered: it is judged by a scan soon.
     pub fn covered(&mut self, seen: Seen, mark: bool, scope: Option<Pid>, look: impl Fn(Pid) -> Option<Seen>) -> bool {
-        let mut host = mark && seen.role == Role::Host;
+        let mut host = seen.role == Role::Host;
         let mut up = seen.ppid;
-        let mut owner_found = false;
+        // A host owns the trees it will start.
+        let mut owner_found = host;
+        let mut passed = Vec::new();
+        if host && !mark {
+            passed.push(seen.id);
+        }
         let covered = 'walk: {
             for _ in 0..MAX_CHAIN {
                 let Some(p) = up else { break 'walk host && owner_found };
@@ -208,7 +230,9 @@ impl ExitWatch {
                 }
                 // (In pidfd mode, not one whose pidfd said it exited: the
                 // pid may be another process's by now.)
-                if self.watched.contains(&p) && !self.exited.borrow().contains(&p) {
+                if (self.watched.contains(&p) || self.provisional.contains_key(&p))
+                    && !self.exited.borrow().contains(&p)
+                {
                     // Pidfd mode knows no forks: its exit must find this one
                     // alive below it, as it finds the trees it was watched for.
                     if !mark {
@@ -221,20 +245,57 @@ impl ExitWatch {
                     break 'walk host && owner_found;
                 }
                 owner_found |= !q.role.is_tree_link();
+                host |= q.role == Role::Host;
                 if mark {
-                    host |= q.role == Role::Host;
                     self.unseen.insert(p);
+                } else {
+                    passed.push(q.id);
                 }
                 up = q.ppid;
             }
             false
         };
         if covered {
+            for id in passed.iter().filter(|&&id| id != seen.id) {
+                self.below.entry(id.pid).or_default().push(seen.id);
+            }
+            self.passed.extend(passed);
+        }
+        if covered {
             self.costs.execs_covered += 1;
         } else {
             self.costs.execs_scanned += 1;
         }
         covered
+    }
+
+    /// Pidfd mode: watches what [`ExitWatch::covered`] passed, until the
+    /// next scan. A pidfd is kept only if `look` finds the same process
+    /// after it was opened (its pid was not reused before the open).
+    pub fn watch_passed(&mut self, look: impl Fn(Pid) -> Option<Seen>) {
+        for id in std::mem::take(&mut self.passed) {
+            if self.watched.contains(&id.pid) || self.provisional.contains_key(&id.pid) {
+                continue;
+            }
+            let Ok(fd) = sys::pidfd_open(id.pid) else { continue };
+            if look(id.pid).is_none_or(|s| s.id != id) {
+                continue;
+            }
+            let task = self.pidfd_task(id.pid, fd);
+            self.provisional.insert(id.pid, task);
+        }
+    }
+
+    /// A task that notes `pid`'s exit when its pidfd says so.
+    fn pidfd_task(&self, pid: Pid, fd: OwnedFd) -> tokio::task::JoinHandle<()> {
+        let (wake, exited) = (self.wake.clone(), self.exited.clone());
+        tokio::task::spawn_local(async move {
+            if let Ok(afd) = sys::async_fd(fd) {
+                let _ = afd.readable().await;
+                exited.borrow_mut().insert(pid);
+                wake.notify_one();
+            }
+        })
     }
 
     /// What the exit of `exited` asks to be read again (command lines
@@ -391,14 +452,8 @@ impl ExitWatch {
                 self.wake.notify_one();
                 continue;
             };
-            let (wake, exited) = (self.wake.clone(), self.exited.clone());
-            self.pidfd_tasks.push(tokio::task::spawn_local(async move {
-                if let Ok(afd) = sys::async_fd(fd) {
-                    let _ = afd.readable().await;
-                    exited.borrow_mut().insert(pid);
-                    wake.notify_one();
-                }
-            }));
+            let task = self.pidfd_task(pid, fd);
+            self.pidfd_tasks.push(task);
         }
     }
 }

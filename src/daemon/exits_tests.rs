@@ -81,14 +81,31 @@ fn an_exec_below_a_host_is_covered_and_the_chain_up_is_marked() {
     for p in [21, 22, 23] {
         assert!(w.unseen.contains(&pid(p)), "{p} is marked: its exit with children brings a scan");
     }
-    // Without marking (pidfd mode) only a watched process covers it.
+    // Pidfd mode: the chain up is to be watched until the next scan, and
+    // each one's exit must find this server alive.
     let mut w = ExitWatch::new(None);
-    assert!(!w.covered(look(pid(20)).unwrap(), false, None, &look));
+    assert!(w.covered(look(pid(20)).unwrap(), false, None, &look));
+    assert_eq!(w.passed, vec![id(21), id(22), id(23)]);
+    for p in [21, 22, 23] {
+        assert_eq!(w.below.get(&pid(p)), Some(&vec![id(20)]), "{p}");
+    }
+    // Below a watched process: covered; what lies between is watched too.
+    let mut w = ExitWatch::new(None);
     w.watched.insert(pid(22));
     assert!(w.covered(look(pid(20)).unwrap(), false, None, &look));
+    assert_eq!(w.passed, vec![id(21)]);
     assert_eq!(w.below.get(&pid(22)), Some(&vec![id(20)]), "its exit must find this server alive");
     w.exited.borrow_mut().insert(pid(22));
-    assert!(!w.covered(look(pid(20)).unwrap(), false, None, &look), "a watched pid that exited covers nothing");
+    w.passed.clear();
+    let dead = world(&[(20, Role::Server, 21), (21, Role::Launcher, 22), (23, Role::Other, 1)]);
+    assert!(!w.covered(dead(pid(20)).unwrap(), false, None, &dead), "a watched pid that exited covers nothing");
+    assert!(w.passed.is_empty(), "not covered: a scan soon watches what it must");
+    // A host born: watched itself, with the chain above it.
+    let mut w = ExitWatch::new(None);
+    assert!(w.covered(look(pid(22)).unwrap(), false, None, &look));
+    assert_eq!(w.passed, vec![id(22), id(23)]);
+    assert_eq!(w.below.get(&pid(23)), Some(&vec![id(22)]));
+    assert_eq!(w.below.get(&pid(22)), None, "a host is not below itself");
 }
 
 #[test]
@@ -112,4 +129,15 @@ fn a_server_with_no_owner_but_an_adopter_is_scanned_soon() {
     }
     // An owner that is no host, below init: judged by a scan too.
     assert!(!w.covered(look(pid(80)).unwrap(), true, scope, &look));
+}
+
+#[test]
+fn a_host_born_below_an_adopter_owns_its_trees_to_come_and_is_watched() {
+    let look = world(&[(90, Role::Host, 1), (91, Role::Host, 99)]);
+    let scope = Some(pid(99));
+    let mut w = ExitWatch::new(None);
+    assert!(w.covered(look(pid(90)).unwrap(), false, scope, &look));
+    assert!(w.covered(look(pid(91)).unwrap(), false, scope, &look));
+    assert_eq!(w.passed, vec![id(90), id(91)], "pidfd mode: each watched until the next scan");
+    assert!(w.covered(look(pid(90)).unwrap(), true, scope, &look), "event mode: its exit with children is heard");
 }

@@ -155,7 +155,9 @@ impl Daemon {
 
     /// Pidfd mode: a host or server created since the last look is scanned
     /// soon (its host then watched, or its orphans found), unless its tree's
-    /// owner is watched already.
+    /// owner is watched already, or it is (or is below) a host: the host and
+    /// the chain above it are then watched until the next scan, as a scan
+    /// would watch them.
     fn born(&mut self) -> Step {
         let wanted = match self.births.since(&self.procfs) {
             Born::Nothing => false,
@@ -165,10 +167,14 @@ impl Daemon {
                 let (cfg, scope) = (&shared.cfg, shared.args.scope);
                 let look = |pid| look_at(&self.procfs, cfg, pid);
                 let mut wanted = false;
-                for seen in pids.into_iter().filter_map(look).filter(|s| matches!(s.role, Role::Host | Role::Server)) {
-                    // Every one is looked at (the counters), none read twice.
-                    wanted |= !self.exits.covered(seen, false, scope, look);
+                for pid in pids {
+                    let Some(seen) = self.births.look(&self.procfs, pid, look) else { continue };
+                    if matches!(seen.role, Role::Host | Role::Server) {
+                        // Every one is looked at (the counters), none read twice.
+                        wanted |= !self.exits.covered(seen, false, scope, look);
+                    }
                 }
+                self.exits.watch_passed(look);
                 wanted
             }
         };

@@ -99,6 +99,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
     let metrics_http = serve_metrics(&shared).await;
     let notifier = Notifier::from_env();
+    let births = Births::new(&procfs);
     let mut d = Daemon {
         watchdog: notifier.watchdog.map(tokio::time::interval),
         shared,
@@ -107,7 +108,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
         memory: Memory { book, known: std::collections::HashMap::new() },
         schedule: Schedule::new(),
         exits: ExitWatch::new(connector),
-        births: Births::new(),
+        births,
         endings: super::endings::Endings::default(),
         swept: None,
         pressure,

@@ -18,7 +18,7 @@ use crate::ids::Pid;
 /// It also counts the bytes of distinct long lines kept: past
 /// [`CMDLINES_TOTAL`] a newly read process keeps [`CMDLINE_SHORT`] bytes.
 #[derive(Default)]
-struct Interner {
+pub(super) struct Interner {
     lines: HashSet<Arc<str>>,
     bytes: usize,
 }
@@ -26,7 +26,7 @@ struct Interner {
 impl Interner {
     const LONG: usize = 128;
 
-    fn share(&mut self, line: &mut Arc<str>) {
+    pub(super) fn share(&mut self, line: &mut Arc<str>) {
         if line.len() < Self::LONG {
             return;
         }
@@ -39,13 +39,13 @@ impl Interner {
     }
 
     /// How much of the next command line read may be kept.
-    fn keep(&self) -> usize {
+    pub(super) fn keep(&self) -> usize {
         if self.bytes >= CMDLINES_TOTAL { CMDLINE_SHORT } else { CMDLINE_KEEP }
     }
 }
 
 /// A line kept short under [`CMDLINES_TOTAL`]: read again, not taken over.
-fn kept_short(p: &Process) -> bool {
+pub(super) fn kept_short(p: &Process) -> bool {
     p.program.is_cut() && p.cmdline.len() <= CMDLINE_SHORT + " …".len()
 }
 
@@ -61,7 +61,7 @@ const DETAILS_SETTLED_SECS: u64 = 1;
 /// the stdin: a host drops its server's pipes without any process event, so
 /// each scan asks again (a `poll` and a look at the holder's fd, for the
 /// live trees only: see `scan/link.rs`).
-fn take_over_details(p: &mut Process) {
+pub(super) fn take_over_details(p: &mut Process) {
     let tck = rustix::param::clock_ticks_per_second();
     if p.checked_tick.saturating_sub(p.id.start_time.0) < tck * DETAILS_SETTLED_SECS {
         p.details = None;
@@ -188,22 +188,7 @@ impl ProcFs {
                     take_over_details(&mut q);
                     Some(q)
                 }
-                Some(q) => {
-                    path.clone_from(&self.root);
-                    path.push(&name);
-                    path.push("stat");
-                    match Self::read_stat_path(&path, &mut buf) {
-                        Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
-                            let mut p = self.process_from(pid, st, Arc::clone(&q.cmdline), tick);
-                            p.role = q.role;
-                            p.program = q.program;
-                            Some(p)
-                        }
-                        // exec'd or reused
-                        Some(_) => self.read_process_kept(pid, &mut buf, tick, lines.keep()),
-                        None => None,
-                    }
-                }
+                Some(q) => self.read_again(q, &mut path, &mut buf, tick, lines.keep()),
                 None => self.read_process_kept(pid, &mut buf, tick, lines.keep()),
             };
             if let Some(mut p) = p {
@@ -214,6 +199,33 @@ impl ProcFs {
         }
         let ctx = self.context();
         Ok(Snapshot::from_processes(procs, ctx))
+    }
+
+    /// `q`'s pid read again: its `stat` afresh, its command line (and role)
+    /// taken over when start time and comm are unchanged, else read whole
+    /// (it exec'd, or the pid was reused).
+    pub(super) fn read_again(
+        &self,
+        q: &Process,
+        path: &mut PathBuf,
+        buf: &mut Vec<u8>,
+        tick: u64,
+        keep: usize,
+    ) -> Option<Process> {
+        let pid = q.pid();
+        path.clone_from(&self.root);
+        path.push(pid.to_string());
+        path.push("stat");
+        match Self::read_stat_path(path, buf) {
+            Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
+                let mut p = self.process_from(pid, st, Arc::clone(&q.cmdline), tick);
+                p.role = q.role;
+                p.program = q.program;
+                Some(p)
+            }
+            Some(_) => self.read_process_kept(pid, buf, tick, keep),
+            None => None,
+        }
     }
 
     /// Brings `prev` up to date from the pids the kernel reported as changed

@@ -31,6 +31,7 @@ pub mod parse;
 pub mod pressure;
 pub mod process;
 mod procfs;
+mod recheck;
 pub mod runtime;
 pub mod sockdiag;
 mod sockpoll;

@@ -74,6 +74,16 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     Ok(Stat { pid, comm, state, ppid, pgrp, session, tty_nr, flags, num_threads, start_time, rss_pages })
 }
 
+/// Field 28 of `stat` (`startstack`): where the main stack starts. Set at
+/// exec (randomized), copied by fork: a child whose `startstack` and comm
+/// are its parent's has not exec'd. Zero when the reader may not trace the
+/// process; `None` when missing.
+pub fn stat_start_stack(buf: &[u8]) -> Option<u64> {
+    let close = buf.iter().rposition(|&b| b == b')')?;
+    let mut rest = buf[close + 1..].split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
+    parse_num(rest.nth(28 - 3)?)
+}
+
 fn num<T: std::str::FromStr>(f: Option<&[u8]>, what: &'static str) -> Result<T, ParseError> {
     f.and_then(parse_num).ok_or(bad(what))
 }

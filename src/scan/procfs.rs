@@ -307,10 +307,16 @@ impl ProcFs {
 
     /// A fresh `stat` of one pid, for re-checks right before acting.
     pub fn stat(&self, pid: Pid) -> Option<parse::Stat> {
-        let dir = self.open_pid_dir(pid)?;
+        self.stat_and_stack(pid).map(|(st, _)| st)
+    }
+
+    /// A fresh `stat` of one pid (one open, one read), with its `startstack`
+    /// ([`parse::stat_start_stack`]).
+    pub fn stat_and_stack(&self, pid: Pid) -> Option<(parse::Stat, Option<u64>)> {
         let mut buf = Vec::with_capacity(1024);
-        read_at(&dir, "stat", &mut buf).ok()?;
-        parse::parse_stat(&buf).ok()
+        let path = self.root.join(pid.to_string()).join("stat");
+        let st = Self::read_stat_path(&path, &mut buf)?;
+        Some((st, parse::stat_start_stack(&buf)))
     }
 
     /// PSS + `SwapPss` of one process, or `None` when `smaps_rollup` is unreadable.
