@@ -61,6 +61,7 @@
 //! `report` (the figures).
 
 mod bench;
+mod goals;
 mod node;
 mod phase;
 mod procfs;
@@ -158,6 +159,7 @@ fn main() {
     b.reap();
 
     report::print(&b, &results, &modes, &bg, churn_secs, &dead_live, &leftovers);
+    let goals_missed = goals::print(&results);
     for l in &left_argv {
         println!("    left over: {l}");
     }
@@ -171,5 +173,9 @@ fn main() {
         println!("  RESULT: FAILED (missed orphans or wrong kills)");
         std::process::exit(1);
     }
-    println!("  RESULT: ok (no missed orphan, no wrong kill)");
+    if goals_missed.is_empty() {
+        println!("  RESULT: ok (no missed orphan, no wrong kill); every goal met");
+    } else {
+        println!("  RESULT: ok (no missed orphan, no wrong kill); goals missed: {}", goals_missed.join("; "));
+    }
 }
