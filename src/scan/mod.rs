@@ -20,7 +20,8 @@
 //!
 //! The rooms: [`process`] holds what a scan produces (the types), `procfs`
 //! reads one process, `details` the second tier and cgroups, `incremental`
-//! the whole-table reads and the rules for building on the last snapshot.
+//! the whole-table reads and the rules for building on the last snapshot,
+//! `recheck` the read of the trees to reap, right before a reap.
 
 mod details;
 pub mod events;
