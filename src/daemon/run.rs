@@ -161,8 +161,15 @@ impl Daemon {
     fn born(&mut self) -> Step {
         let wanted = match self.births.since(&self.procfs) {
             Born::Nothing => false,
-            Born::Many => true,
+            Born::Many => {
+                self.schedule.want_listing();
+                true
+            }
             Born::Pids(pids) => {
+                // The next scan reads them, whatever they are.
+                for &pid in &pids {
+                    self.schedule.changed(pid);
+                }
                 let shared = self.shared.borrow();
                 let (cfg, scope) = (&shared.cfg, shared.args.scope);
                 let look = |pid| look_at(&self.procfs, cfg, pid);
@@ -299,6 +306,20 @@ impl Daemon {
         }
     }
 
+    /// Pidfd mode, as a scan starts: the pids created since the last look
+    /// are read by it (it judges them; no look of their own).
+    fn pids_born(&mut self) {
+        match self.births.since(&self.procfs) {
+            Born::Nothing => {}
+            Born::Many => self.schedule.want_listing(),
+            Born::Pids(pids) => {
+                for pid in pids {
+                    self.schedule.changed(pid);
+                }
+            }
+        }
+    }
+
     fn reload(&mut self, why: &str) -> Step {
         self.reload_config(why);
         Step::Idle
@@ -312,6 +333,9 @@ impl Daemon {
             (s.cfg.clone(), s.args.scope, dry)
         };
         let procfs = self.procfs.clone();
+        if !self.exits.events() {
+            self.pids_born();
+        }
         let exited = self.exits.take_exited();
         for pid in self.exits.reread_for(&exited) {
             self.schedule.changed(pid);

@@ -34,6 +34,9 @@ pub struct Schedule {
     need_full: bool,
     /// A reap happened, or a user asked: the next read is a full one.
     want_full: bool,
+    /// Pidfd mode: pids were created faster than they could be counted
+    /// (or the counter wrapped): the next read lists `/proc`.
+    want_listing: bool,
     last_full: Instant,
     last_fresh: Instant,
     /// When the last scan started. The periodic scan is due `interval` after
@@ -58,6 +61,7 @@ impl Schedule {
             changed: HashSet::new(),
             need_full: true,
             want_full: false,
+            want_listing: false,
             last_full: now,
             last_fresh: now,
             last_scan: now,
@@ -145,6 +149,11 @@ impl Schedule {
         self.want_full = true;
     }
 
+    /// Pidfd mode: the new pids are not all known; the next read lists `/proc`.
+    pub fn want_listing(&mut self) {
+        self.want_listing = true;
+    }
+
     /// A cycle judged `snapshot`: the next read builds on it; a young tree's deadline
     /// wakes the loop a moment after it passes.
     pub fn judged(&mut self, snapshot: Snapshot, judgements: &[Judgement]) {
@@ -161,7 +170,13 @@ impl Schedule {
 
     /// Event mode reads only what the kernel reported changed; pidfd mode
     /// reads only new pids, and what the watched processes that `exited`
-    /// leave behind. Full reads still come every `RESYNC` / `PIDFD_RESYNC`,
+    /// leave behind: the scans between two periodic ones take the new pids
+    /// from the pid counter ([`super::births`], marked `changed`), not from
+    /// a listing of `/proc`; a process that exited unwatched stays in the
+    /// snapshot until the next listing (at most `interval`), which can only
+    /// keep a tree (an owner, a host seen alive), and never one to reap:
+    /// the re-check reads every member and the chain above afresh.
+    /// Full reads still come every `RESYNC` / `PIDFD_RESYNC`,
     /// and fresh ones every `FRESH` and whenever events were lost. Such a
     /// read keeps the details of the processes it takes over unless the last
     /// one that dropped them is `interval` old: the periodic scan reads every
@@ -188,7 +203,12 @@ impl Schedule {
                 }
                 if events {
                     Read::Delta { prev, changed, details }
+                } else if details && !std::mem::take(&mut self.want_listing) {
+                    let mut changed = changed;
+                    changed.extend(exited);
+                    Read::Delta { prev, changed, details }
                 } else {
+                    self.want_listing = false;
                     Read::NewPids { prev, changed, exited, details }
                 }
             }
@@ -197,5 +217,45 @@ impl Schedule {
                 Read::Stats { prev, changed }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pid(n: i32) -> Pid {
+        Pid::new(n).unwrap()
+    }
+
+    /// A schedule past its first read, judged on an empty snapshot.
+    fn started() -> Schedule {
+        let mut s = Schedule::new();
+        s.need_full = false;
+        s.judged(Snapshot::default(), &[]);
+        s
+    }
+
+    #[test]
+    fn pidfd_scans_between_periodic_ones_read_the_new_pids_counted_not_a_listing() {
+        let interval = Duration::from_secs(30);
+        let mut s = started();
+        s.changed(pid(500)); // born, from the pid counter
+        match s.next_read(false, HashSet::from([pid(40)]), interval) {
+            Read::Delta { changed, details: true, .. } => {
+                assert_eq!(changed, HashSet::from([pid(500), pid(40)]), "the new pids and the exited ones");
+            }
+            other => panic!("expected a read of what changed, got {}", other.kind()),
+        }
+        // Pids came too fast to count: the next one lists /proc.
+        s.judged(Snapshot::default(), &[]);
+        s.want_listing();
+        assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { .. }));
+        s.judged(Snapshot::default(), &[]);
+        assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::Delta { .. }), "once");
+        // The periodic scan (details afresh) lists /proc: unwatched exits go.
+        s.judged(Snapshot::default(), &[]);
+        s.last_details -= interval;
+        assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { details: false, .. }));
     }
 }

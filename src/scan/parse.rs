@@ -79,9 +79,22 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
 /// are its parent's has not exec'd. Zero when the reader may not trace the
 /// process; `None` when missing.
 pub fn stat_start_stack(buf: &[u8]) -> Option<u64> {
+    stat_field(buf, 28)
+}
+
+/// Whether a `stat` line is a thread's that does not lead its group (field
+/// 38, `exit_signal`, is -1 only for those): `/proc/TID` answers for any
+/// thread though it is not listed, and a pid read from the pid counter may
+/// be one. A thread is no process.
+pub fn stat_is_thread(buf: &[u8]) -> bool {
+    stat_field::<i64>(buf, 38) == Some(-1)
+}
+
+/// Field `n` (counted as in proc(5)) of a `stat` line.
+fn stat_field<T: std::str::FromStr>(buf: &[u8], n: usize) -> Option<T> {
     let close = buf.iter().rposition(|&b| b == b')')?;
     let mut rest = buf[close + 1..].split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
-    parse_num(rest.nth(28 - 3)?)
+    parse_num(rest.nth(n - 3)?)
 }
 
 fn num<T: std::str::FromStr>(f: Option<&[u8]>, what: &'static str) -> Result<T, ParseError> {

@@ -224,6 +224,9 @@ impl ProcFs {
     ) -> Option<Process> {
         let dir = self.open_pid_dir(pid)?;
         read_at(&dir, "stat", buf).ok()?;
+        if parse::stat_is_thread(buf) {
+            return None;
+        }
         let stat = parse::parse_stat(buf).ok()?;
         let kernel_thread = stat.flags & parse::PF_KTHREAD != 0;
         let state = ProcState(stat.state as char);
@@ -316,6 +319,9 @@ impl ProcFs {
         let mut buf = Vec::with_capacity(1024);
         let path = self.root.join(pid.to_string()).join("stat");
         let st = Self::read_stat_path(&path, &mut buf)?;
+        if parse::stat_is_thread(&buf) {
+            return None;
+        }
         Some((st, parse::stat_start_stack(&buf)))
     }
 
