@@ -108,6 +108,9 @@ impl Cycle<'_> {
             lap[1].as_secs_f64() * 1e3,
             started.elapsed().as_secs_f64() * 1e3
         );
+        if let Ok((a, _)) = &judged {
+            procfs.prune_link_hints(&a.snapshot);
+        }
         // Saved before acting, not after: a reaper killed mid-termination
         // keeps the grace clocks this cycle started.
         let save = match self.kind {

@@ -270,15 +270,15 @@ impl ExitWatch {
     }
 
     /// Pidfd mode: watches what [`ExitWatch::covered`] passed, until the
-    /// next scan. A pidfd is kept only if `look` finds the same process
-    /// after it was opened (its pid was not reused before the open).
-    pub fn watch_passed(&mut self, look: impl Fn(Pid) -> Option<Seen>) {
+    /// next scan. A pidfd is kept only if the pid's start time, read after
+    /// the open (`started`), is the process's (its pid was not reused).
+    pub fn watch_passed(&mut self, started: impl Fn(Pid) -> Option<u64>) {
         for id in std::mem::take(&mut self.passed) {
             if self.watched.contains(&id.pid) || self.provisional.contains_key(&id.pid) {
                 continue;
             }
             let Ok(fd) = sys::pidfd_open(id.pid) else { continue };
-            if look(id.pid).is_none_or(|s| s.id != id) {
+            if started(id.pid) != Some(id.start_time.0) {
                 continue;
             }
             let task = self.pidfd_task(id.pid, fd);

@@ -181,7 +181,7 @@ impl Daemon {
                         wanted |= !self.exits.covered(seen, false, scope, look);
                     }
                 }
-                self.exits.watch_passed(look);
+                self.exits.watch_passed(|pid| self.procfs.stat(pid).map(|st| st.start_time));
                 wanted
             }
         };

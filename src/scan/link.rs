@@ -64,7 +64,27 @@ pub struct Question {
 #[derive(Debug, Default)]
 pub struct Hints {
     held: Mutex<HashMap<String, (Identity, i32)>>,
-    vain: Mutex<HashMap<String, Instant>>,
+    /// When a search found no holder, and for which expected holder.
+    vain: Mutex<HashMap<String, (Instant, Identity)>>,
+}
+
+impl Hints {
+    /// Forgets what concerns dead holders (their pipes and sockets are
+    /// gone) and vain searches past [`VAIN_FOR`]: under churn the maps hold
+    /// the live trees' links, not thousands of dead ones (issue 24: RSS
+    /// grew by their [`MAX_HINTS`] worth before a clear, at every clear).
+    pub fn prune(&self, live: impl Fn(Identity) -> bool) {
+        if let Ok(mut h) = self.held.lock() {
+            h.retain(|_, (id, _)| live(*id));
+            let keep = h.len() * 2;
+            h.shrink_to(keep);
+        }
+        if let Ok(mut v) = self.vain.lock() {
+            v.retain(|_, (t, id)| t.elapsed() < VAIN_FOR && live(*id));
+            let keep = v.len() * 2;
+            v.shrink_to(keep);
+        }
+    }
 }
 
 /// How long a search that found no holder stands before the next full one.
@@ -89,6 +109,11 @@ struct Look {
 }
 
 impl ProcFs {
+    /// Forgets the link hints of processes not in `snap` ([`Hints::prune`]).
+    pub fn prune_link_hints(&self, snap: &Snapshot) {
+        self.hints.prune(|id| snap.get(id.pid).is_some_and(|p| p.id == id));
+    }
+
     /// Answers each question into the process's [`Details::stdin`](super::Details)
     /// (processes without details, or whose stdin is no link, are skipped).
     pub fn load_stdin(&self, snap: &mut Snapshot, questions: &[Question]) {
@@ -191,8 +216,13 @@ impl ProcFs {
     /// The first of `who` holding `target` (for writing, if `write`).
     fn holder(&self, look: &mut Look, who: &[Identity], target: &str, write: bool) -> Option<Identity> {
         let hint = self.hints.held.lock().ok().and_then(|h| h.get(target).copied());
-        let vain =
-            self.hints.vain.lock().ok().and_then(|v| v.get(target).copied()).is_some_and(|t| t.elapsed() < VAIN_FOR);
+        let vain = self
+            .hints
+            .vain
+            .lock()
+            .ok()
+            .and_then(|v| v.get(target).copied())
+            .is_some_and(|(t, _)| t.elapsed() < VAIN_FOR);
         // After a vain search, only the expected holder is looked at again.
         let who = if vain { &who[..who.len().min(1)] } else { who };
         let Look { dirs, buf, .. } = look;
@@ -219,7 +249,7 @@ impl ProcFs {
             if v.len() >= MAX_HINTS {
                 v.clear();
             }
-            v.insert(target.to_string(), Instant::now());
+            v.insert(target.to_string(), (Instant::now(), who[0]));
         }
         None
     }
@@ -277,4 +307,34 @@ fn find_fd(dir: &OwnedFd, target: &str, write: bool, buf: &mut Vec<u8>) -> Optio
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StartTime;
+
+    fn id(n: i32) -> Identity {
+        Identity { pid: Pid::new(n).unwrap(), start_time: StartTime(n.cast_unsigned().into()) }
+    }
+
+    #[test]
+    fn hints_of_dead_holders_and_old_vain_searches_are_forgotten() {
+        let hints = Hints::default();
+        {
+            let mut h = hints.held.lock().unwrap();
+            h.insert("pipe:[1]".into(), (id(10), 1));
+            h.insert("pipe:[2]".into(), (id(20), 1));
+            let mut v = hints.vain.lock().unwrap();
+            v.insert("pipe:[3]".into(), (Instant::now(), id(10)));
+            v.insert("pipe:[4]".into(), (Instant::now(), id(20)));
+            let old = Instant::now().checked_sub(VAIN_FOR + Duration::from_secs(1)).unwrap();
+            v.insert("pipe:[5]".into(), (old, id(10)));
+        }
+        hints.prune(|i| i == id(10));
+        let held: Vec<String> = hints.held.lock().unwrap().keys().cloned().collect();
+        assert_eq!(held, vec!["pipe:[1]".to_string()], "the dead holder's hint goes");
+        let vain: Vec<String> = hints.vain.lock().unwrap().keys().cloned().collect();
+        assert_eq!(vain, vec!["pipe:[3]".to_string()], "a dead host's, and an old one, go");
+    }
 }
