@@ -179,6 +179,23 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
     ExitCode::from(status)
 }
 
+/// Whether the session's memory limit reads `bytes` or less. On a hybrid
+/// machine systemd moves the host into the scope's v1 memory cgroup a moment
+/// after the unified one (longer on a busy machine): a limit not seen yet is
+/// read again for a while before the host is stopped for want of it.
+fn limit_applied(read: &dyn Fn() -> Option<u64>, bytes: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if read().is_some_and(|b| b <= bytes) {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Where the host is to run.
 enum Plan {
     Leaf(Leaf),
@@ -210,7 +227,7 @@ fn start_session(
         Plan::Systemd => match systemd::started(host, wrapper) {
             Started::Scope(leaf) => {
                 if let Some(bytes) = memory_max
-                    && systemd::memory_limit(&leaf, host, wrapper).is_none_or(|b| b > bytes)
+                    && !limit_applied(&|| systemd::memory_limit(&leaf, host, wrapper), bytes)
                 {
                     let _ = child.kill();
                     let _ = child.wait();
