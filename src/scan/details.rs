@@ -46,6 +46,12 @@ impl ProcFs {
     /// Reads [`Details`] for one process, checking through the same directory fd
     /// that it is still the process we scanned. `None` if it is gone or reused.
     pub fn details(&self, id: Identity) -> Option<Details> {
+        self.details_known(id, &|_| None)
+    }
+
+    /// [`ProcFs::details`], with the start times a read of the table gave
+    /// (`known`): see [`ProcFs::cgroup_oldest`].
+    fn details_known(&self, id: Identity, known: &dyn Fn(Pid) -> Option<u64>) -> Option<Details> {
         let mut buf = Vec::with_capacity(2048);
         let dir = self.open_verified(id, &mut buf)?;
         let mut d = Details::default();
@@ -77,7 +83,7 @@ impl ProcFs {
             });
             d.run_session = crate::session::cgroup::v2_path(&text).and_then(|p| crate::session::session_of_cgroup(&p));
             if let Some((v2, path, name)) = parse::cgroup_unit(&text) {
-                let main = self.cgroup_oldest(v2, &path, id);
+                let main = self.cgroup_oldest(v2, &path, id, known);
                 d.unit = Some(Unit { name, main });
             }
         }
@@ -88,11 +94,18 @@ impl ProcFs {
     /// `/proc/PID/cgroup` names it), i.e. the unit's main process: a service
     /// manager starts the main process first; processes a crashed host left
     /// in a service's cgroup are younger than the service's own process.
-    fn cgroup_oldest(&self, v2: bool, path: &str, id: Identity) -> Option<bool> {
+    ///
+    /// A pid whose start time in the table read (`known`) is not before
+    /// `id`'s is passed over unread: the process now at that pid is that one
+    /// or, the pid reused, a younger one. Only the others are read: a
+    /// session scope holding thousands of processes cost a `stat` read of
+    /// each for every member whose details were loaded.
+    fn cgroup_oldest(&self, v2: bool, path: &str, id: Identity, known: &dyn Fn(Pid) -> Option<u64>) -> Option<bool> {
         let dir = self.cgroup_dir(v2, path)?;
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
         let mut buf = Vec::with_capacity(512);
-        for pid in procs.split_whitespace().filter_map(Pid::parse).filter(|&p| p != id.pid) {
+        let younger = |p: Pid| known(p).is_some_and(|st| st >= id.start_time.0);
+        for pid in procs.split_whitespace().filter_map(Pid::parse).filter(|&p| p != id.pid && !younger(p)) {
             let Some(dirfd) = self.open_pid_dir(pid) else { continue };
             if read_at(&dirfd, "stat", &mut buf).is_err() {
                 continue;
@@ -120,18 +133,25 @@ impl ProcFs {
 
     /// Fills in [`Details`] for the given pids (those not loaded yet).
     pub fn load_details(&self, snap: &mut Snapshot, pids: impl IntoIterator<Item = Pid>) {
+        let known = |q: Pid| snap.get(q).map(|p| p.id.start_time.0);
+        let mut loaded = Vec::new();
         for pid in pids {
-            let Some(p) = snap.get_mut(pid) else { continue };
+            let Some(p) = snap.get(pid) else { continue };
             if p.details.is_some() || p.kernel_thread {
                 continue;
             }
             // A process that vanished or was replaced keeps an empty Details:
             // every fact unknown, which the policy treats as "don't touch".
-            let mut d = self.details(p.id).unwrap_or_default();
+            let mut d = self.details_known(p.id, &known).unwrap_or_default();
             if crate::session::is_run_wrapper(&p.cmdline) {
                 d.run_host = crate::session::host_of_wrapper(self.root(), pid);
             }
-            p.details = Some(Box::new(d));
+            loaded.push((pid, d));
+        }
+        for (pid, d) in loaded {
+            if let Some(p) = snap.get_mut(pid) {
+                p.details = Some(Box::new(d));
+            }
         }
     }
 }
