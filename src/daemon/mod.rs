@@ -2,6 +2,7 @@
 
 pub mod births;
 mod board;
+mod born;
 pub mod control;
 mod endings;
 mod exits;

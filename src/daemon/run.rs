@@ -6,7 +6,8 @@
 //! handler. Start-up (sockets, state, event source, the initial [`Daemon`])
 //! is [`super::start`]'s. When to scan is [`Schedule`]'s, what exited
 //! [`ExitWatch`]'s, the status [`Shared`]'s, and the cycle itself
-//! [`crate::cycle::Cycle`]'s, a config reload `reload.rs`'s.
+//! [`crate::cycle::Cycle`]'s, a config reload `reload.rs`'s, what new pids
+//! (pidfd mode) ask `born.rs`'s.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -16,16 +17,16 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 
-use super::births::{Births, Born};
+use super::births::Births;
 use super::board::Shared;
-use super::exits::{ExitWatch, Seen};
+use super::born::look_at;
+use super::exits::ExitWatch;
 use super::notify::Notifier;
 use super::pressure::PressureWatch;
 use super::schedule::Schedule;
 use super::watch::ConfigEvents;
-use crate::config::{Config, Mode, Role};
+use crate::config::Mode;
 use crate::cycle::{Cycle, Kind, Memory};
-use crate::ids::Pid;
 use crate::proto::{ReapEvent, ReapResult, ReloadResult};
 use crate::report;
 use crate::scan::ProcFs;
@@ -52,7 +53,7 @@ pub enum LoopRequest {
 }
 
 /// What the loop does after a wake-up.
-enum Step {
+pub(super) enum Step {
     Idle,
     /// Scan, judge, reap; `asked` when `reaperctl reap-now` waits for the result.
     Scan {
@@ -61,7 +62,7 @@ enum Step {
     Stop,
 }
 
-const SCAN: Step = Step::Scan { asked: None };
+pub(super) const SCAN: Step = Step::Scan { asked: None };
 
 /// The loop's state, built by [`super::start`].
 pub(super) struct Daemon {
@@ -151,44 +152,6 @@ impl Daemon {
         }
         tokio::time::sleep_until(self.schedule.exit_scan_at().into()).await;
         SCAN
-    }
-
-    /// Pidfd mode: a host or server created since the last look is scanned
-    /// soon (its host then watched, or its orphans found), unless its tree's
-    /// owner is watched already, or it is (or is below) a host: the host and
-    /// the chain above it are then watched until the next scan, as a scan
-    /// would watch them.
-    fn born(&mut self) -> Step {
-        let wanted = match self.births.since(&self.procfs) {
-            Born::Nothing => false,
-            Born::Many => {
-                self.schedule.want_listing();
-                true
-            }
-            Born::Pids(pids) => {
-                // The next scan reads them, whatever they are.
-                for &pid in &pids {
-                    self.schedule.changed(pid);
-                }
-                let shared = self.shared.borrow();
-                let (cfg, scope) = (&shared.cfg, shared.args.scope);
-                let look = |pid| look_at(&self.procfs, cfg, pid);
-                let mut wanted = false;
-                for pid in pids {
-                    let Some(seen) = self.births.look(&self.procfs, pid, look) else { continue };
-                    if matches!(seen.role, Role::Host | Role::Server) {
-                        // Every one is looked at (the counters), none read twice.
-                        wanted |= !self.exits.covered(seen, false, scope, look);
-                    }
-                }
-                self.exits.watch_passed(|pid| self.procfs.stat(pid).map(|st| st.start_time));
-                wanted
-            }
-        };
-        if wanted {
-            self.schedule.soon_after_exec();
-        }
-        Step::Idle
     }
 
     /// Process events are waiting (event mode).
@@ -306,20 +269,6 @@ impl Daemon {
         }
     }
 
-    /// Pidfd mode, as a scan starts: the pids created since the last look
-    /// are read by it (it judges them; no look of their own).
-    fn pids_born(&mut self) {
-        match self.births.since(&self.procfs) {
-            Born::Nothing => {}
-            Born::Many => self.schedule.want_listing(),
-            Born::Pids(pids) => {
-                for pid in pids {
-                    self.schedule.changed(pid);
-                }
-            }
-        }
-    }
-
     fn reload(&mut self, why: &str) -> Step {
         self.reload_config(why);
         Step::Idle
@@ -334,7 +283,8 @@ impl Daemon {
         };
         let procfs = self.procfs.clone();
         if !self.exits.events() {
-            self.pids_born();
+            // The pids created since the last look are read by this scan.
+            let _ = self.births_since();
         }
         let exited = self.exits.take_exited();
         for pid in self.exits.reread_for(&exited) {
@@ -449,12 +399,6 @@ impl Daemon {
         });
         self.history_writes.record(&path, written);
     }
-}
-
-/// What a pid is (read now): its role by its command line, and its parent.
-fn look_at(procfs: &ProcFs, cfg: &Config, pid: Pid) -> Option<Seen> {
-    let p = procfs.process(pid)?;
-    Some(Seen { id: p.id, role: cfg.matcher.classify_subject(crate::tree::subject(&p)).role, ppid: p.ppid })
 }
 
 /// The watchdog's next tick; never without a watchdog.

@@ -1,0 +1,67 @@
+//! Pidfd mode's new processes, as the loop meets them: each is marked for
+//! the next read, and a host or server among them is watched or scanned
+//! soon ([`super::births`] counts and reads them, [`super::exits`] decides
+//! whether they are covered).
+
+use super::births::Born;
+use super::exits::Seen;
+use super::run::{Daemon, Step};
+use crate::config::{Config, Role};
+use crate::ids::Pid;
+use crate::scan::ProcFs;
+
+impl Daemon {
+    /// Pidfd mode: a host or server created since the last look is scanned
+    /// soon (its host then watched, or its orphans found), unless its tree's
+    /// owner is watched already, or it is (or is below) a host: the host and
+    /// the chain above it are then watched until the next scan, as a scan
+    /// would watch them.
+    pub(super) fn born(&mut self) -> Step {
+        let wanted = match self.births_since() {
+            Born::Nothing => false,
+            Born::Many => true,
+            Born::Pids(pids) => {
+                let shared = self.shared.borrow();
+                let (cfg, scope) = (&shared.cfg, shared.args.scope);
+                let look = |pid| look_at(&self.procfs, cfg, pid);
+                let mut wanted = false;
+                for pid in pids {
+                    let Some(seen) = self.births.look(&self.procfs, pid, look) else { continue };
+                    if matches!(seen.role, Role::Host | Role::Server) {
+                        // Every one is looked at (the counters), none read twice.
+                        wanted |= !self.exits.covered(seen, false, scope, look);
+                    }
+                }
+                self.exits.watch_passed(|pid| self.procfs.stat(pid).map(|st| st.start_time));
+                wanted
+            }
+        };
+        if wanted {
+            self.schedule.soon_after_exec();
+        }
+        Step::Idle
+    }
+
+    /// The pids created since the last look, marked for the next read,
+    /// whatever they are; when they cannot be counted, the next read lists
+    /// `/proc`.
+    pub(super) fn births_since(&mut self) -> Born {
+        let born = self.births.since(&self.procfs);
+        match &born {
+            Born::Nothing => {}
+            Born::Many => self.schedule.want_listing(),
+            Born::Pids(pids) => {
+                for &pid in pids {
+                    self.schedule.changed(pid);
+                }
+            }
+        }
+        born
+    }
+}
+
+/// What a pid is (read now): its role by its command line, and its parent.
+pub(super) fn look_at(procfs: &ProcFs, cfg: &Config, pid: Pid) -> Option<Seen> {
+    let p = procfs.process(pid)?;
+    Some(Seen { id: p.id, role: cfg.matcher.classify_subject(crate::tree::subject(&p)).role, ppid: p.ppid })
+}
