@@ -32,8 +32,8 @@ impl Daemon {
                         wanted |= !self.exits.covered(seen, false, scope, look);
                     }
                 }
-                self.exits.watch_passed(|pid| self.procfs.stat(pid).map(|st| st.start_time));
-                wanted
+                // Too many to watch: a scan watches what it must.
+                wanted | !self.exits.watch_passed(|pid| self.procfs.stat(pid).map(|st| st.start_time))
             }
         };
         if wanted {

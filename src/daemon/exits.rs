@@ -256,10 +256,15 @@ impl ExitWatch {
     /// Pidfd mode: watches what [`ExitWatch::covered`] passed, until the
     /// next scan. A pidfd is kept only if the pid's start time, read after
     /// the open (`started`), is the process's (its pid was not reused).
-    pub fn watch_passed(&mut self, started: impl Fn(Pid) -> Option<u64>) {
+    /// False when [`MAX_PROVISIONAL`] are watched already: the caller scans
+    /// soon instead (which watches what it must, and ends these).
+    pub fn watch_passed(&mut self, started: impl Fn(Pid) -> Option<u64>) -> bool {
         for id in std::mem::take(&mut self.passed) {
             if self.watched.contains(&id.pid) || self.provisional.contains_key(&id.pid) {
                 continue;
+            }
+            if self.provisional.len() >= MAX_PROVISIONAL {
+                return false;
             }
             let Ok(fd) = sys::pidfd_open(id.pid) else { continue };
             if started(id.pid) != Some(id.start_time.0) {
@@ -268,6 +273,7 @@ impl ExitWatch {
             let task = self.pidfd_task(id.pid, fd);
             self.provisional.insert(id.pid, task);
         }
+        true
     }
 
     /// A task that notes `pid`'s exit when its pidfd says so.
@@ -351,6 +357,10 @@ impl ExitWatch {
         }
     }
 }
+
+/// Processes watched between two scans at most (pidfd mode): a user who
+/// starts host after host must not fill the daemon's fd table with pidfds.
+const MAX_PROVISIONAL: usize = 1024;
 
 /// Ancestors watched above a tree's owner at most (a deep chain of shells
 /// and wrappers; the host is within it in practice).

@@ -141,3 +141,29 @@ fn a_host_born_below_an_adopter_owns_its_trees_to_come_and_is_watched() {
     assert_eq!(w.passed, vec![id(90), id(91)], "pidfd mode: each watched until the next scan");
     assert!(w.covered(look(pid(90)).unwrap(), true, scope, &look), "event mode: its exit with children is heard");
 }
+
+#[test]
+fn pidfd_mode_watches_so_many_processes_between_scans_and_then_asks_for_a_scan() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    tokio::task::LocalSet::new().block_on(&rt, async {
+        let procfs = crate::scan::ProcFs::new("/proc");
+        let me = procfs.process(Pid::new(std::process::id().cast_signed()).unwrap()).expect("this test").id;
+        let started = |p: Pid| procfs.stat(p).map(|st| st.start_time);
+        let mut w = ExitWatch::new(None);
+        // Full: as many watched as allowed (stand-ins that never end).
+        for n in 0..MAX_PROVISIONAL {
+            let stand_in = Pid::new(4_000_000 + i32::try_from(n).unwrap()).unwrap();
+            w.provisional.insert(stand_in, tokio::task::spawn_local(std::future::pending()));
+        }
+        w.passed.push(me);
+        assert!(!w.watch_passed(started), "no room: the caller scans soon instead");
+        assert!(!w.provisional.contains_key(&me.pid));
+        assert_eq!(w.provisional.len(), MAX_PROVISIONAL);
+        // A scan ends them all; then there is room again.
+        w.scanning();
+        w.passed.push(me);
+        assert!(w.watch_passed(started));
+        assert!(w.provisional.contains_key(&me.pid), "watched through a pidfd of its own");
+        w.scanning();
+    });
+}
