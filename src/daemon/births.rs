@@ -14,13 +14,20 @@
 //! Without address randomization (`randomize_va_space` 0, `setarch -R`) an
 //! exec of the parent's own program looks like a fork: its role is then
 //! learnt at the next scan instead, which is later, never wrong.
+//!
+//! A new pid is looked at one look after it was counted, 200 to 400 ms
+//! old: most processes born under churn (a shell's commands, a build's
+//! compilers, the forks of a worker pool) are gone by then, and a pid gone
+//! costs a failed lookup instead of a read. A host is then watched (or its
+//! orphans scanned for) at most one look later than it could be; a scan
+//! meanwhile reads every pid counted, so the waiting ones need no look.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use super::exits::Seen;
 use crate::ids::{Identity, Pid, StartTime};
-use crate::scan::ProcFs;
+use crate::scan::{ProcFs, Process};
 
 /// How often to look: a host born and dead within one interval is still
 /// seen within this, plus the spacing of scans. Scans are few under churn
@@ -56,6 +63,8 @@ pub(crate) struct Births {
     /// Whether exec randomizes the stack here (a fork can be told apart).
     randomized: bool,
     parents: HashMap<Pid, Parent>,
+    /// Pids counted at the last look, looked at at the next ([`Births::ripe`]).
+    waiting: Vec<Pid>,
 }
 
 impl Births {
@@ -64,35 +73,51 @@ impl Births {
         timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
         let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
-        Births { last: None, timer, randomized, parents: HashMap::new() }
+        Births { last: None, timer, randomized, parents: HashMap::new(), waiting: Vec::new() }
     }
 
     /// What a new pid is. A fork that did not exec is its parent's copy:
     /// one `stat` read, the role its parent has. Anything else is read whole
-    /// by `look`.
-    pub(crate) fn look(&mut self, procfs: &ProcFs, pid: Pid, look: impl Fn(Pid) -> Option<Seen>) -> Option<Seen> {
-        if !self.randomized {
-            return look(pid);
+    /// (through the directory its `stat` was read from) and judged by `seen`.
+    pub(crate) fn look(&mut self, procfs: &ProcFs, pid: Pid, seen: impl Fn(&Process) -> Seen) -> Option<Seen> {
+        let o = procfs.open_process(pid)?;
+        let stack = o.start_stack.filter(|&s| s != 0 && self.randomized);
+        if let (Some(stack), Some(ppid)) = (stack, Pid::new(o.stat.ppid))
+            && let Some(parent) = self.parent(procfs, ppid, &seen)
+            && parent.stack == stack
+            && parent.comm == o.stat.comm
+            && parent.seen.id.start_time.0 <= o.stat.start_time
+        {
+            let id = Identity { pid, start_time: StartTime(o.stat.start_time) };
+            return Some(Seen { id, role: parent.seen.role, ppid: Some(ppid) });
         }
-        let (st, stack) = procfs.stat_and_stack(pid)?;
-        let (Some(stack), Some(ppid)) = (stack.filter(|&s| s != 0), Pid::new(st.ppid)) else { return look(pid) };
+        procfs.read_opened(o).map(|p| seen(&p))
+    }
+
+    /// A parent of new processes, read (whole, once) when first met.
+    fn parent(&mut self, procfs: &ProcFs, ppid: Pid, seen: impl Fn(&Process) -> Seen) -> Option<&Parent> {
         if !self.parents.contains_key(&ppid) {
             if self.parents.len() >= MAX_PARENTS {
                 self.parents.clear();
             }
-            let parent = procfs.stat_and_stack(ppid).and_then(|(pst, pstack)| {
-                let seen = look(ppid).filter(|s| s.id.start_time.0 == pst.start_time)?;
-                Some(Parent { comm: pst.comm, stack: pstack?, seen })
-            });
-            let Some(parent) = parent else { return look(pid) };
-            self.parents.insert(ppid, parent);
+            let o = procfs.open_process(ppid)?;
+            let (stack, comm) = (o.start_stack?, o.stat.comm.clone());
+            let p = procfs.read_opened(o)?;
+            self.parents.insert(ppid, Parent { comm, stack, seen: seen(&p) });
         }
-        let parent = &self.parents[&ppid];
-        if parent.stack == stack && parent.comm == st.comm && parent.seen.id.start_time.0 <= st.start_time {
-            let id = Identity { pid, start_time: StartTime(st.start_time) };
-            return Some(Seen { id, role: parent.seen.role, ppid: Some(ppid) });
-        }
-        look(pid)
+        self.parents.get(&ppid)
+    }
+
+    /// The new pids to look at now, given those counted at this look: the
+    /// ones counted at the previous look; these wait for the next (see
+    /// the module docs).
+    pub(crate) fn ripe(&mut self, counted: Vec<Pid>) -> Vec<Pid> {
+        std::mem::replace(&mut self.waiting, counted)
+    }
+
+    /// The pids counted and not looked at yet are read by a scan: they need no look.
+    pub(crate) fn read_by_scan(&mut self) {
+        self.waiting.clear();
     }
 
     /// Resolves at the next look; never while `active` is false (event mode
@@ -129,6 +154,21 @@ mod tests {
     use crate::config::Role;
 
     #[test]
+    fn a_pid_is_looked_at_one_look_after_it_was_counted_unless_a_scan_read_it() {
+        let procfs = ProcFs::new("/proc");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        let _timer_needs_it = rt.enter();
+        let mut births = Births::new(&procfs);
+        let pids = |v: &[i32]| v.iter().filter_map(|&p| Pid::new(p)).collect::<Vec<_>>();
+        assert!(births.ripe(pids(&[100, 101])).is_empty(), "counted now, looked at next time");
+        assert_eq!(births.ripe(pids(&[102])), pids(&[100, 101]));
+        assert_eq!(births.ripe(Vec::new()), pids(&[102]), "a look that counts nothing still looks at the waiting");
+        births.ripe(pids(&[103]));
+        births.read_by_scan();
+        assert!(births.ripe(Vec::new()).is_empty(), "a scan read them");
+    }
+
+    #[test]
     fn a_fork_that_did_not_exec_takes_its_parents_role_without_a_read() {
         let procfs = ProcFs::new("/proc");
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
@@ -158,11 +198,10 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         };
         let read_whole = RefCell::new(Vec::new());
-        let look = |pid: Pid| {
-            read_whole.borrow_mut().push(pid);
-            let p = procfs.process(pid)?;
-            let role = if pid == ppid { Role::Host } else { Role::Other };
-            Some(Seen { id: p.id, role, ppid: p.ppid })
+        let look = |p: &Process| {
+            read_whole.borrow_mut().push(p.pid());
+            let role = if p.pid() == ppid { Role::Host } else { Role::Other };
+            Seen { id: p.id, role, ppid: p.ppid }
         };
         for &k in &kids {
             let seen = births.look(&procfs, k, look).expect("alive");

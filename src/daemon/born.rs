@@ -8,34 +8,40 @@ use super::exits::Seen;
 use super::run::{Daemon, Step};
 use crate::config::{Config, Role};
 use crate::ids::Pid;
-use crate::scan::ProcFs;
+use crate::scan::{ProcFs, Process};
 
 impl Daemon {
-    /// Pidfd mode: a host or server created since the last look is scanned
-    /// soon (its host then watched, or its orphans found), unless its tree's
-    /// owner is watched already, or it is (or is below) a host: the host and
-    /// the chain above it are then watched until the next scan, as a scan
-    /// would watch them.
+    /// Pidfd mode: a host or server counted at the last look (see
+    /// [`super::births`]) is scanned soon (its host then watched, or its
+    /// orphans found), unless its tree's owner is watched already, or it is
+    /// (or is below) a host: the host and the chain above it are then watched
+    /// until the next scan, as a scan would watch them.
     pub(super) fn born(&mut self) -> Step {
-        let wanted = match self.births_since() {
-            Born::Nothing => false,
-            Born::Many => true,
-            Born::Pids(pids) => {
-                let shared = self.shared.borrow();
-                let (cfg, scope) = (&shared.cfg, shared.args.scope);
-                let look = |pid| look_at(&self.procfs, cfg, pid);
-                let mut wanted = false;
-                for pid in pids {
-                    let Some(seen) = self.births.look(&self.procfs, pid, look) else { continue };
-                    if matches!(seen.role, Role::Host | Role::Server) {
-                        // Every one is looked at (the counters), none read twice.
-                        wanted |= !self.exits.covered(seen, false, scope, look);
-                    }
-                }
-                // Too many to watch: a scan watches what it must.
-                wanted | !self.exits.watch_passed(|pid| self.procfs.stat(pid).map(|st| st.start_time))
+        let pids = match self.births_since() {
+            Born::Nothing => self.births.ripe(Vec::new()),
+            Born::Pids(counted) => self.births.ripe(counted),
+            Born::Many => {
+                // Too many to read one by one: a scan soon reads them all.
+                self.births.read_by_scan();
+                self.schedule.soon_after_exec();
+                return Step::Idle;
             }
         };
+        let shared = self.shared.borrow();
+        let (cfg, scope) = (&shared.cfg, shared.args.scope);
+        let seen = |p: &Process| seen_as(cfg, p);
+        let look = |pid| look_at(&self.procfs, cfg, pid);
+        let mut wanted = false;
+        for pid in pids {
+            let Some(seen) = self.births.look(&self.procfs, pid, seen) else { continue };
+            if matches!(seen.role, Role::Host | Role::Server) {
+                // Every one is looked at (the counters), none read twice.
+                wanted |= !self.exits.covered(seen, false, scope, look);
+            }
+        }
+        // Too many to watch: a scan watches what it must.
+        wanted |= !self.exits.watch_passed(|pid| self.procfs.stat(pid).map(|st| st.start_time));
+        drop(shared);
         if wanted {
             self.schedule.soon_after_exec();
         }
@@ -62,6 +68,10 @@ impl Daemon {
 
 /// What a pid is (read now): its role by its command line, and its parent.
 pub(super) fn look_at(procfs: &ProcFs, cfg: &Config, pid: Pid) -> Option<Seen> {
-    let p = procfs.process(pid)?;
-    Some(Seen { id: p.id, role: cfg.matcher.classify_subject(crate::tree::subject(&p)).role, ppid: p.ppid })
+    procfs.process(pid).map(|p| seen_as(cfg, &p))
+}
+
+/// What a process read is: its role by its command line, and its parent.
+fn seen_as(cfg: &Config, p: &Process) -> Seen {
+    Seen { id: p.id, role: cfg.matcher.classify_subject(crate::tree::subject(p)).role, ppid: p.ppid }
 }

@@ -285,6 +285,7 @@ impl Daemon {
         if !self.exits.events() {
             // The pids created since the last look are read by this scan.
             let _ = self.births_since();
+            self.births.read_by_scan();
         }
         let exited = self.exits.take_exited();
         for pid in self.exits.reread_for(&exited) {

@@ -87,6 +87,15 @@ pub(super) enum ReadFail {
     Denied,
 }
 
+/// A process opened by [`ProcFs::open_process`]: its directory and `stat`.
+pub struct Opened {
+    dir: OwnedFd,
+    pid: Pid,
+    pub stat: parse::Stat,
+    /// `startstack`, when the kernel shows it (not to other users' readers).
+    pub start_stack: Option<u64>,
+}
+
 fn classify(e: rustix::io::Errno) -> ReadFail {
     if e == rustix::io::Errno::ACCESS || e == rustix::io::Errno::PERM {
         ReadFail::Denied
@@ -223,18 +232,27 @@ impl ProcFs {
         keep: usize,
     ) -> Option<Process> {
         let dir = self.open_pid_dir(pid)?;
-        read_at(&dir, "stat", buf).ok()?;
-        if parse::stat_is_thread(buf) {
-            return None;
-        }
-        let stat = parse::parse_stat(buf).ok()?;
+        let stat = stat_at(&dir, buf)?;
+        self.rest_at(&dir, pid, stat, buf, checked_tick, keep)
+    }
+
+    /// The rest of a process whose `stat` was read through `dir`: its command line.
+    fn rest_at(
+        &self,
+        dir: &OwnedFd,
+        pid: Pid,
+        stat: parse::Stat,
+        buf: &mut Vec<u8>,
+        checked_tick: u64,
+        keep: usize,
+    ) -> Option<Process> {
         let kernel_thread = stat.flags & parse::PF_KTHREAD != 0;
         let state = ProcState(stat.state as char);
         let mut program = Program::default();
         let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
             Arc::default()
         } else {
-            match read_at_most(&dir, "cmdline", buf, keep + 1) {
+            match read_at_most(dir, "cmdline", buf, keep + 1) {
                 Ok(()) => {
                     let mut spans = Vec::new();
                     let cut = buf.len() > keep;
@@ -252,6 +270,24 @@ impl ProcFs {
         let mut p = self.process_from(pid, stat, cmdline, checked_tick);
         p.program = program;
         Some(p)
+    }
+
+    /// A process read as far as its `stat`, with its `startstack`
+    /// ([`parse::stat_start_stack`]): what tells a fork that did not exec
+    /// (`daemon/births.rs`). The rest, when wanted ([`ProcFs::read_opened`]),
+    /// is read through the same directory, so of the same process.
+    pub fn open_process(&self, pid: Pid) -> Option<Opened> {
+        let dir = self.open_pid_dir(pid)?;
+        let mut buf = Vec::with_capacity(1024);
+        let stat = stat_at(&dir, &mut buf)?;
+        let start_stack = parse::stat_start_stack(&buf);
+        Some(Opened { dir, pid, stat, start_stack })
+    }
+
+    /// The process [`ProcFs::open_process`] opened, read whole the way a scan reads it.
+    pub fn read_opened(&self, o: Opened) -> Option<Process> {
+        let mut buf = Vec::with_capacity(4096);
+        self.rest_at(&o.dir, o.pid, o.stat, &mut buf, self.now_tick(), CMDLINE_KEEP)
     }
 
     /// Children of a process from `task/*/children`, or `None` when this
@@ -308,21 +344,13 @@ impl ProcFs {
         Some((text, spans))
     }
 
-    /// A fresh `stat` of one pid, for re-checks right before acting.
+    /// A fresh `stat` of one pid (one open, one read), for re-checks right
+    /// before acting. A thread's id reads as no process.
     pub fn stat(&self, pid: Pid) -> Option<parse::Stat> {
-        self.stat_and_stack(pid).map(|(st, _)| st)
-    }
-
-    /// A fresh `stat` of one pid (one open, one read), with its `startstack`
-    /// ([`parse::stat_start_stack`]).
-    pub fn stat_and_stack(&self, pid: Pid) -> Option<(parse::Stat, Option<u64>)> {
         let mut buf = Vec::with_capacity(1024);
         let path = self.root.join(pid.to_string()).join("stat");
         let st = Self::read_stat_path(&path, &mut buf)?;
-        if parse::stat_is_thread(&buf) {
-            return None;
-        }
-        Some((st, parse::stat_start_stack(&buf)))
+        (!parse::stat_is_thread(&buf)).then_some(st)
     }
 
     /// PSS + `SwapPss` of one process, or `None` when `smaps_rollup` is unreadable.
@@ -375,6 +403,22 @@ pub(super) fn parse_ns_inode(s: &str) -> Option<u64> {
 }
 
 /// Reads a whole file below a `/proc/PID` dirfd into `buf`.
+/// The `stat` of the process whose directory `dir` is, in one read (the
+/// kernel emits the line at once); `None` when gone, or when it is a thread
+/// that does not lead its group (`/proc/TID` answers for any thread, and the
+/// pid counter hands out thread ids): no process.
+fn stat_at(dir: &OwnedFd, buf: &mut Vec<u8>) -> Option<parse::Stat> {
+    buf.clear();
+    buf.resize(4096, 0);
+    let fd = rustix::fs::openat(dir.as_fd(), "stat", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let n = rustix::io::read(&fd, &mut buf[..]).ok()?;
+    buf.truncate(n);
+    if n == 4096 || parse::stat_is_thread(buf) {
+        return None; // a stat line is far shorter
+    }
+    parse::parse_stat(buf).ok()
+}
+
 pub(super) fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail> {
     read_at_most(dir, name, buf, usize::MAX)
 }
