@@ -6,15 +6,16 @@
 //!   in pidfd mode;
 //! - host death → orphans signalled, median: ≤ 50 ms in event mode;
 //! - RSS flat: after the first two minutes (the tables and caches warm up),
-//!   the once-a-minute samples of the later half (their median) are within
-//!   10 % of those of the earlier half: a trend, not a sample that caught a
-//!   scan's snapshot in flight (runs shorter than six minutes cannot tell).
+//!   the lowest RSS of each minute (the daemon between scans: a sample that
+//!   caught a scan's snapshot in flight cannot hide a trend) is, over the
+//!   later half (its median), within 10 % of the earlier half; runs shorter
+//!   than six minutes cannot tell.
 
 use crate::phase::PhaseResult;
 use crate::report::median;
 
-/// How RSS went (the medians of the earlier and later samples after the
-/// warm-up): `None` when the run was too short to tell.
+/// How RSS went (the medians of the earlier and later minutes' lows after
+/// the warm-up): `None` when the run was too short to tell.
 fn rss_flat(r: &PhaseResult) -> Option<(bool, u64, u64)> {
     let after: Vec<u64> = r.rss_trace.iter().filter(|&&(t, _)| t > 120).map(|&(_, k)| k).collect();
     if after.len() < 4 {
@@ -51,8 +52,8 @@ pub(crate) fn print(results: &[PhaseResult]) -> Vec<String> {
         match rss_flat(r) {
             Some((ok, base, now)) => {
                 let line_text = format!(
-                    "RSS flat: median {now} KiB in the later half after 2 min, against {base} KiB in the earlier \
-                     (goal ≤ +10 %; {} → {} KiB, at most {})",
+                    "RSS flat: minutes' lows {now} KiB in the later half after 2 min (median), against {base} KiB \
+                     in the earlier (goal ≤ +10 %; {} → {} KiB, at most {})",
                     r.rss_start, r.rss_end, r.rss_max
                 );
                 line(line_text, ok);

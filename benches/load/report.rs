@@ -145,7 +145,7 @@ pub(crate) fn print(
     row("daemon exit on SIGTERM", &|r| r.daemon_exit.clone());
     for r in results {
         let trace: Vec<String> = r.rss_trace.iter().map(|(t, kib)| format!("{t}s:{kib}")).collect();
-        println!("  daemon RSS (KiB) every minute, {}: {}", r.mode, trace.join(" "));
+        println!("  daemon RSS (KiB), lowest of each minute, {}: {}", r.mode, trace.join(" "));
     }
     println!("  live processes (hosts, trees, helpers) dead at the end: {}", dead_live.len());
     for d in dead_live {
