@@ -77,6 +77,7 @@ impl World {
                 run_host: None,
                 stdin: None,
                 high_links: Vec::new(),
+                read_tick: 0,
             })),
             ..Process::synthetic(p, ppid, p as u64 * 7, cmd)
         });

@@ -134,6 +134,7 @@ impl ProcFs {
     /// Fills in [`Details`] for the given pids (those not loaded yet).
     pub fn load_details(&self, snap: &mut Snapshot, pids: impl IntoIterator<Item = Pid>) {
         let known = |q: Pid| snap.get(q).map(|p| p.id.start_time.0);
+        let tick = self.now_tick();
         let mut loaded = Vec::new();
         for pid in pids {
             let Some(p) = snap.get(pid) else { continue };
@@ -142,7 +143,8 @@ impl ProcFs {
             }
             // A process that vanished or was replaced keeps an empty Details:
             // every fact unknown, which the policy treats as "don't touch".
-            let mut d = self.details_known(p.id, &known).unwrap_or_default();
+            let mut d =
+                self.details_known(p.id, &known).map_or_else(Details::default, |d| Details { read_tick: tick, ..d });
             if crate::session::is_run_wrapper(&p.cmdline) {
                 d.run_host = crate::session::host_of_wrapper(self.root(), pid);
             }

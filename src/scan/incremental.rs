@@ -49,11 +49,13 @@ pub(super) fn kept_short(p: &Process) -> bool {
     p.program.is_cut() && p.cmdline.len() <= CMDLINE_SHORT + " …".len()
 }
 
-/// A process whose details are taken over was last read this long after it
-/// started at least (`stat` read then; its details then or later): younger
-/// ones are still settling in (an exec right after the fork, which pidfd
-/// mode does not see; an SDK moving its stdio to fds 3 and 4; a launcher
-/// renaming itself) and are read again at each scan.
+/// A process whose details are taken over had them read this long after it
+/// started at least: younger ones are still settling in (an exec right
+/// after the fork, which pidfd mode does not see; an SDK moving its stdio
+/// to fds 3 and 4; a launcher renaming itself) and are read again at each
+/// scan. Details read later than the `stat` count from their own read: a
+/// server first read in its first second (most are, in pidfd mode) would
+/// otherwise have them read again at every scan for as long as it lives.
 const DETAILS_SETTLED_SECS: u64 = 1;
 
 /// Details taken over keep their fds (when the process had settled, see
@@ -63,10 +65,12 @@ const DETAILS_SETTLED_SECS: u64 = 1;
 /// live trees only: see `scan/link.rs`).
 pub(super) fn take_over_details(p: &mut Process) {
     let tck = rustix::param::clock_ticks_per_second();
-    if p.checked_tick.saturating_sub(p.id.start_time.0) < tck * DETAILS_SETTLED_SECS {
-        p.details = None;
-    } else if let Some(d) = p.details.as_mut() {
-        d.stdin = None;
+    let start = p.id.start_time.0;
+    match p.details.as_mut() {
+        Some(d) if d.read_tick.max(p.checked_tick).saturating_sub(start) >= tck * DETAILS_SETTLED_SECS => {
+            d.stdin = None;
+        }
+        _ => p.details = None,
     }
 }
 
@@ -300,5 +304,16 @@ mod tests {
         let mut young = read_at(1000 + tck / 2);
         take_over_details(&mut young);
         assert!(young.details.is_none());
+        // First read young, its details read again once it had settled:
+        // these are kept (a server first read in its first second would
+        // otherwise have its details read at every scan for ever).
+        let mut settled_later = read_at(1000 + tck / 2);
+        settled_later.details.as_mut().expect("details").read_tick = 1000 + 2 * tck;
+        take_over_details(&mut settled_later);
+        assert!(settled_later.details.is_some());
+        let mut read_young_again = read_at(1000 + tck / 2);
+        read_young_again.details.as_mut().expect("details").read_tick = 1000 + tck / 2 + 1;
+        take_over_details(&mut read_young_again);
+        assert!(read_young_again.details.is_none());
     }
 }

@@ -164,6 +164,10 @@ pub struct Details {
     /// Pipes and sockets on fds 3 and up, read only when fd 0 is
     /// `/dev/null` (see [`Details::transport_fds`]).
     pub high_links: Vec<HighLink>,
+    /// The clock tick they were read at (0: not read, the process was gone):
+    /// details read once the process had settled are taken over by the
+    /// next reads (see `incremental.rs`).
+    pub read_tick: u64,
 }
 
 /// A pipe or socket on an fd above 2, with its access mode.

@@ -39,11 +39,13 @@ pub fn session_of_cgroup(path: &str) -> Option<i32> {
 /// wrapper: its program is `reaperctl` and `run` is its subcommand (global
 /// options such as `--config PATH` may come before it).
 pub fn is_run_wrapper(cmdline: &str) -> bool {
-    let mut words = cmdline.split(' ');
-    let Some(first) = words.next() else { return false };
-    if first.rsplit('/').next() != Some("reaperctl") {
+    // Asked of every process a judgement passes: the program's name first,
+    // from the end of the first word, without a pass over the line.
+    let first = cmdline.split_once(' ').map_or(cmdline, |(w, _)| w);
+    if first.strip_suffix("reaperctl").is_none_or(|dir| !(dir.is_empty() || dir.ends_with('/'))) {
         return false;
     }
+    let words = cmdline.split(' ').skip(1);
     let mut skip_value = false;
     for w in words {
         if skip_value {
@@ -98,6 +100,7 @@ mod tests {
         assert!(!is_run_wrapper("reaperctl status"));
         assert!(!is_run_wrapper("reaperctl scan run"));
         assert!(!is_run_wrapper("claude run"));
+        assert!(!is_run_wrapper("/opt/notreaperctl run -- claude"));
         assert!(!is_run_wrapper(""));
     }
 }

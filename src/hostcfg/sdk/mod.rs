@@ -96,9 +96,11 @@ fn stamp(m: &std::fs::Metadata) -> Stamp {
 pub struct SdkCache {
     scripts: HashMap<PathBuf, (Stamp, Says)>,
     manifests: HashMap<PathBuf, (Stamp, Option<Manifest>)>,
-    /// Per process, with a hash of the command line it was decided for (an
-    /// exec keeps the identity, not the program).
-    decided: HashMap<Identity, (u64, Option<Arc<Evidence>>)>,
+    /// Per process, with the command line it was decided for (an exec keeps
+    /// the identity, not the program). The line is the snapshot's own (an
+    /// `Arc` taken over from scan to scan): unchanged, it is the same
+    /// allocation, and the check costs a pointer comparison.
+    decided: HashMap<Identity, (Arc<str>, Option<Arc<Evidence>>)>,
     /// Processes found without a stdio transport, and when: looked at again
     /// after [`RELOOK`].
     unlinked: HashMap<Identity, Instant>,
@@ -131,9 +133,8 @@ impl SdkCache {
             if !matches!(p.program.via, Via::Script | Via::Runner | Via::Exec) {
                 continue;
             }
-            let argv = hash(&p.cmdline);
-            if let Some((h, known)) = self.decided.get(&p.id)
-                && *h == argv
+            if let Some((line, known)) = self.decided.get(&p.id)
+                && (Arc::ptr_eq(line, &p.cmdline) || *line == p.cmdline)
             {
                 if let Some(e) = known {
                     found.push((i, Arc::clone(e)));
@@ -154,7 +155,7 @@ impl SdkCache {
                 continue;
             };
             if !eligible(uid) {
-                self.decided.insert(p.id, (argv, None));
+                self.decided.insert(p.id, (Arc::clone(&p.cmdline), None));
                 continue;
             }
             if !stdio_linked(procfs, p, &dir) {
@@ -164,7 +165,7 @@ impl SdkCache {
             }
             fresh += 1;
             let e = self.evidence(p, &dir, uid).map(Arc::new);
-            self.decided.insert(p.id, (argv, e.clone()));
+            self.decided.insert(p.id, (Arc::clone(&p.cmdline), e.clone()));
             if let Some(e) = e {
                 found.push((i, e));
             }
@@ -174,9 +175,9 @@ impl SdkCache {
             forest.roles[i] = RoleMatch { role: Role::Server, pattern: None, protect };
             forest.sdk.insert(i, e);
         }
-        let present: std::collections::HashSet<Identity> = snap.procs.iter().map(|p| p.id).collect();
-        self.decided.retain(|id, _| present.contains(id));
-        self.unlinked.retain(|id, _| present.contains(id));
+        let present = |id: &Identity| snap.get(id.pid).is_some_and(|p| p.id == *id);
+        self.decided.retain(|id, _| present(id));
+        self.unlinked.retain(|id, _| present(id));
         if self.scripts.len() > 4096 {
             self.scripts.clear();
         }
@@ -274,13 +275,6 @@ impl SdkCache {
         }
         None
     }
-}
-
-fn hash(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
 }
 
 fn imports(found: String, file: &Path) -> Evidence {
