@@ -30,7 +30,8 @@ use crate::ids::{Identity, Pid, StartTime};
 use crate::scan::{ProcFs, Process};
 
 /// How often to look: a host born and dead within one interval is still
-/// seen within this, plus the spacing of scans. Scans are few under churn
+/// seen within two of these (a pid is looked at one look after it was
+/// counted), plus the spacing of scans. Scans are few under churn
 /// (the exits of hosts not watched yet are not heard): this bounds how late
 /// such a host's orphans are found. A look costs a read of `loadavg`; the
 /// new pids are read once whatever the period.
