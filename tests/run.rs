@@ -456,13 +456,17 @@ fn a_leftover_that_keeps_changing_its_pid_is_ended_by_cgroup_kill() {
     // Should the wrapper fail, the hopper must still end with the test: it
     // would run (and fill the pid table with zombies) forever.
     let _guard = KillCgroupOnDrop(dirs[0].clone());
-    let hoppers = || {
-        descendants_of(rustix::process::getpid().as_raw_nonzero().get())
-            .into_iter()
-            .filter(|&p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"pid-hopper")))
-            .count()
+    let hopper = |p: i32| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"pid-hopper"));
+    let hoppers =
+        || descendants_of(rustix::process::getpid().as_raw_nonzero().get()).into_iter().filter(|&p| hopper(p)).count();
+    // Started: seen in the session's leaf, a list of a few pids (a walk of
+    // all of /proc on a machine of thousands of processes is slower than a
+    // hop: the pid it lists has changed when its command line is read).
+    let in_leaf = || {
+        let procs = std::fs::read_to_string(dirs[0].join("cgroup.procs")).unwrap_or_default();
+        procs.split_whitespace().filter_map(|p| p.parse().ok()).any(hopper)
     };
-    assert!(wait_until(Duration::from_secs(60), || hoppers() > 0), "the hopper did not start");
+    assert!(wait_until(Duration::from_secs(60), in_leaf), "the hopper did not start");
     w.signal(Signal::TERM);
     let (st, err) = w.finish();
     assert_eq!(st.code(), Some(128 + 15), "{err}");
