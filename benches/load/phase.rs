@@ -59,6 +59,10 @@ pub(crate) struct PhaseResult {
     /// sample catching a scan's snapshot in flight (about 2 MiB more at
     /// 10,000 processes) cannot hide.
     pub(crate) rss_trace: Vec<(u64, u64)>,
+    /// The same for `RssAnon` (the heap and anonymous maps: what a leak
+    /// grows; the rest of RSS is the binary's and libraries' pages, which
+    /// grow as code paths are first run, up to the files' sizes).
+    pub(crate) anon_trace: Vec<u64>,
     pub(crate) scans: u64,
     pub(crate) last_scan_ms: f64,
     pub(crate) last_processes: usize,
@@ -135,7 +139,7 @@ impl Bench {
         let host_lives = [0.3, 1.5, 3.0, 6.0, 0.8, 4.5];
         let mut next_orphan = t0 + Duration::from_secs(1);
         let mut next_sample = t0 + Duration::from_secs(1);
-        let mut minute_low = u64::MAX;
+        let (mut minute_low, mut anon_low) = (u64::MAX, u64::MAX);
         let mut next_progress = t0 + Duration::from_secs(60);
         let mut k = 0usize;
         let end = t0 + Duration::from_secs(p.secs);
@@ -161,6 +165,7 @@ impl Bench {
                 let rss = read_status_kib(daemon, "VmRSS:");
                 r.rss_max = r.rss_max.max(rss);
                 minute_low = minute_low.min(rss);
+                anon_low = anon_low.min(read_status_kib(daemon, "RssAnon:"));
                 next_sample += Duration::from_secs(1);
             }
             if now >= next_progress {

@@ -146,6 +146,8 @@ pub(crate) fn print(
     for r in results {
         let trace: Vec<String> = r.rss_trace.iter().map(|(t, kib)| format!("{t}s:{kib}")).collect();
         println!("  daemon RSS (KiB), lowest of each minute, {}: {}", r.mode, trace.join(" "));
+        let anon: Vec<String> = r.anon_trace.iter().map(u64::to_string).collect();
+        println!("    of it anonymous (RssAnon), lowest of each minute: {}", anon.join(" "));
     }
     println!("  live processes (hosts, trees, helpers) dead at the end: {}", dead_live.len());
     for d in dead_live {
