@@ -702,6 +702,14 @@ impl Sandbox {
             "the scope process {scope_pid} did not report ready: {:#?}",
             sb.ready
         );
+        // A process read in its own start tick has no settled identity yet
+        // (`Process::identity_settled`): its tree is "young", confirmed at
+        // the next scan. Every one started before now: once the clock has
+        // ticked, a test's first scan sees them settled, however fast it
+        // follows.
+        let procfs = mcp_reaper::scan::ProcFs::default();
+        let started_by = procfs.now_tick();
+        assert!(wait_until(Duration::from_secs(60), || procfs.now_tick() > started_by), "the clock did not tick");
         sb
     }
 
