@@ -64,7 +64,7 @@ pub struct Costs {
 
 pub struct ExitWatch {
     /// The proc connector, in event mode; `None` in pidfd mode.
-    connector: Option<AsyncFd<OwnedFd>>,
+    connector: Option<Socket>,
     buf: Vec<u8>,
     /// The processes whose exit orphans a tree.
     watched: HashSet<Pid>,
@@ -111,7 +111,7 @@ pub struct ExitWatch {
 impl ExitWatch {
     pub fn new(connector: Option<AsyncFd<OwnedFd>>) -> ExitWatch {
         ExitWatch {
-            connector,
+            connector: connector.map(Socket::Waiting),
             buf: vec![0u8; 64 * 1024],
             watched: HashSet::new(),
             reread: HashMap::new(),
@@ -374,6 +374,7 @@ fn adopts(a: &Assessment, i: usize) -> bool {
 
 #[path = "exits_events.rs"]
 mod events;
+use events::Socket;
 
 #[cfg(test)]
 #[path = "exits_tests.rs"]

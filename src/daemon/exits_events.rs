@@ -1,7 +1,9 @@
 //! Event mode's half of [`ExitWatch`]: reading the kernel's process events
 //! in batches, and what each fork, exec and exit costs (see `exits.rs`).
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use tokio::io::unix::AsyncFd;
 
 use super::{ExitWatch, Intake, Seen};
 use crate::config::Role;
@@ -14,17 +16,42 @@ use crate::scan::events::{Connector, ProcEvent};
 /// most 100 times a second for events, not once for each.
 const COALESCE: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// The proc connector's socket. While it is in the reactor, every message
+/// that arrives wakes the loop's thread (the kernel wakes an epoll waiter
+/// for each datagram, edge-triggered or not): under churn, about 750
+/// wake-ups a second where [`COALESCE`] asks for at most 100, each a
+/// context switch (issue 24: half the event mode's cost). So it is in the
+/// reactor only while the loop waits for a first event; between batches it
+/// rests outside, and is read when the next batch is due. Messages wait in
+/// the socket meanwhile (an overflow is reported as lost events: a rescan).
+pub(super) enum Socket {
+    /// In the reactor: nothing came at the last read.
+    Waiting(AsyncFd<OwnedFd>),
+    /// Out of it: read at `next_drain`.
+    Resting(OwnedFd),
+}
+
+impl Socket {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Socket::Waiting(a) => a.get_ref().as_fd(),
+            Socket::Resting(fd) => fd.as_fd(),
+        }
+    }
+}
+
 impl ExitWatch {
-    /// Resolves when process events are waiting; never in pidfd mode.
-    /// Batches are read [`COALESCE`] apart at most: under churn each fork and
-    /// exit would otherwise wake the loop by itself.
+    /// Resolves when process events are waiting, or the next batch is due;
+    /// never in pidfd mode.
     pub async fn events_ready(&self) {
         match &self.connector {
-            Some(c) => {
+            Some(Socket::Waiting(a)) => {
+                let _ = a.readable().await.map(|mut g| g.retain_ready());
+            }
+            Some(Socket::Resting(_)) => {
                 if let Some(t) = self.next_drain {
                     tokio::time::sleep_until(t.into()).await;
                 }
-                let _ = c.readable().await.map(|mut g| g.retain_ready());
             }
             None => std::future::pending().await,
         }
@@ -34,16 +61,26 @@ impl ExitWatch {
     /// scan soon after a host or server is exec'd that no watched process
     /// covers: `look` reads what it is). On a failure the connector is
     /// dropped: pidfd mode from now on.
-    pub async fn intake(
+    pub fn intake(
         &mut self,
         schedule: &mut Schedule,
         scope: Option<Pid>,
         look: impl Fn(Pid) -> Option<Seen>,
     ) -> std::io::Result<Intake> {
-        let Some(c) = &self.connector else { return Ok(Intake { lost: false, exit: false }) };
-        self.next_drain = Some(std::time::Instant::now() + COALESCE);
-        let mut guard = c.readable().await.ok();
-        let batch = match Connector::drain(c.get_ref().as_fd(), &mut self.buf) {
+        let Some(socket) = self.connector.take() else { return Ok(Intake { lost: false, exit: false }) };
+        let batch = Connector::drain(socket.fd(), &mut self.buf).and_then(|batch| {
+            let busy = !batch.events.is_empty() || batch.lost;
+            self.next_drain = busy.then(|| std::time::Instant::now() + COALESCE);
+            self.connector = Some(match (socket, busy) {
+                (Socket::Waiting(a), true) => Socket::Resting(a.into_inner()),
+                // A fresh registration: no readiness left over from the last.
+                (Socket::Waiting(a), false) => Socket::Waiting(crate::sys::async_fd(a.into_inner())?),
+                (Socket::Resting(fd), true) => Socket::Resting(fd),
+                (Socket::Resting(fd), false) => Socket::Waiting(crate::sys::async_fd(fd)?),
+            });
+            Ok(batch)
+        });
+        let batch = match batch {
             Ok(batch) => batch,
             Err(e) => {
                 self.connector = None;
@@ -53,9 +90,6 @@ impl ExitWatch {
                 return Err(e);
             }
         };
-        if let Some(g) = guard.as_mut() {
-            g.clear_ready();
-        }
         let mut exit = false;
         for e in &batch.events {
             match *e {

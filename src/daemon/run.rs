@@ -159,7 +159,7 @@ impl Daemon {
         let (procfs, shared) = (&self.procfs, &self.shared);
         let scope = shared.borrow().args.scope;
         let look = |pid| look_at(procfs, &shared.borrow().cfg, pid);
-        match self.exits.intake(&mut self.schedule, scope, look).await {
+        match self.exits.intake(&mut self.schedule, scope, look) {
             Ok(intake) => {
                 if intake.lost {
                     tracing::debug!("process events were lost; rescanning");
