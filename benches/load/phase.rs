@@ -10,7 +10,7 @@ use rustix::process::Signal;
 
 use crate::bench::{Bench, Kind, OrphanTree, bound};
 use crate::node::Node;
-use crate::procfs::{cpu_split, cpu_ticks, exited, pidfd, read_status_kib};
+use crate::procfs::{cpu_split, cpu_ticks, exited, pidfd, status_number};
 use crate::{BURST_TOUCH_MIB, TERM_TIMEOUT_SECS};
 
 #[derive(Default, Clone)]
@@ -53,6 +53,9 @@ pub(crate) struct PhaseResult {
     pub(crate) cpu_steady: f64,
     pub(crate) cpu_user: f64,
     pub(crate) cpu_sys: f64,
+    /// The daemon's main thread's wake-ups a second (voluntary context
+    /// switches) in the churn phase: each costs a switch, whatever it does.
+    pub(crate) wakeups: f64,
     pub(crate) cpu_all: f64,
     /// (seconds into the churn phase, the lowest `VmRSS` KiB of the minute
     /// before), once a minute: the low is the daemon between scans, which a
@@ -133,7 +136,8 @@ impl Bench {
         let tck = rustix::param::clock_ticks_per_second() as f64;
         let (c0, t0) = (cpu_ticks(daemon), Instant::now());
         let (u0, s0) = cpu_split(daemon);
-        r.rss_start = read_status_kib(daemon, "VmRSS:");
+        let w0 = status_number(daemon, "voluntary_ctxt_switches:");
+        r.rss_start = status_number(daemon, "VmRSS:");
         r.rss_max = r.rss_start;
         let every = Duration::from_secs_f64(p.orphan_every);
         let host_lives = [0.3, 1.5, 3.0, 6.0, 0.8, 4.5];
@@ -162,10 +166,10 @@ impl Bench {
             }
             self.kill_due_hosts(false);
             if now >= next_sample {
-                let rss = read_status_kib(daemon, "VmRSS:");
+                let rss = status_number(daemon, "VmRSS:");
                 r.rss_max = r.rss_max.max(rss);
                 minute_low = minute_low.min(rss);
-                anon_low = anon_low.min(read_status_kib(daemon, "RssAnon:"));
+                anon_low = anon_low.min(status_number(daemon, "RssAnon:"));
                 next_sample += Duration::from_secs(1);
             }
             if now >= next_progress {
@@ -179,7 +183,7 @@ impl Bench {
                     ts.len(),
                     ts.iter().filter(|t| t.tree_latency.is_some()).count(),
                     self.wrong.len(),
-                    read_status_kib(daemon, "VmRSS:"),
+                    status_number(daemon, "VmRSS:"),
                     r.rss_max,
                     (cpu_ticks(daemon) - c0) as f64 / tck / t0.elapsed().as_secs_f64() * 100.0
                 );
@@ -194,7 +198,8 @@ impl Bench {
         let (u1, s1) = cpu_split(daemon);
         r.cpu_user = (u1 - u0) as f64 / tck / r.steady_secs * 100.0;
         r.cpu_sys = (s1 - s0) as f64 / tck / r.steady_secs * 100.0;
-        r.rss_end = read_status_kib(daemon, "VmRSS:");
+        r.wakeups = status_number(daemon, "voluntary_ctxt_switches:").saturating_sub(w0) as f64 / r.steady_secs;
+        r.rss_end = status_number(daemon, "VmRSS:");
         r.rss_max = r.rss_max.max(r.rss_end);
         // The last trees: kill their hosts now, wait out the bound.
         self.kill_due_hosts(true);
@@ -224,7 +229,7 @@ impl Bench {
         if p.burst > 0 && !exited(&daemon_fd) {
             r.burst = self.burst(&sock, before_burst.as_ref());
         }
-        r.rss_after_burst = read_status_kib(daemon, "VmRSS:");
+        r.rss_after_burst = status_number(daemon, "VmRSS:");
         r.rss_max = r.rss_max.max(r.rss_after_burst);
         r.cpu_all = (cpu_ticks(daemon) - c0) as f64 / tck / t0.elapsed().as_secs_f64() * 100.0;
         let end_status = self.wait_status(&sock, Duration::from_secs(10), |_| true);

@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid as RPid, PidfdFlags};
 
-pub(crate) fn read_status_kib(pid: i32, key: &str) -> u64 {
+pub(crate) fn status_number(pid: i32, key: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()

@@ -113,6 +113,7 @@ pub(crate) fn print(
     row("daemon RSS KiB after the burst", &|r| r.rss_after_burst.to_string());
     row("daemon CPU, % of one core: churn phase", &|r| format!("{:.2}", r.cpu_steady));
     row("  of it user / system", &|r| format!("{:.2} / {:.2}", r.cpu_user, r.cpu_sys));
+    row("daemon wake-ups a second (main thread)", &|r| format!("{:.0}", r.wakeups));
     row("daemon CPU, % of one core: whole phase", &|r| format!("{:.2}", r.cpu_all));
     row("daemon scans (last: ms, processes)", &|r| {
         format!("{} ({:.0} ms, {})", r.scans, r.last_scan_ms, r.last_processes)
