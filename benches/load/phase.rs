@@ -92,7 +92,13 @@ impl Bench {
         let phase = self.phase;
         let p = self.p.clone();
         let mut r = PhaseResult { mode: mode.to_string(), ..PhaseResult::default() };
-        let cfg = self.dir.join("config.toml");
+        // In a directory of its own, as in /etc/mcp-reaper: the daemon
+        // watches the config's directory for edits, and this temp dir holds
+        // the bench's events file, written dozens of times a second (each
+        // close woke the daemon: 80 wake-ups a second no real config dir makes).
+        let etc = self.dir.join("etc");
+        std::fs::create_dir_all(&etc).expect("creating the config's directory");
+        let cfg = etc.join("config.toml");
         std::fs::write(
             &cfg,
             format!(
