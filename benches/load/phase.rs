@@ -182,6 +182,7 @@ impl Bench {
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // whole seconds since t0
                 r.rss_trace
                     .push((t0.elapsed().as_secs_f64().round() as u64, std::mem::replace(&mut minute_low, u64::MAX)));
+                r.anon_trace.push(std::mem::replace(&mut anon_low, u64::MAX));
                 let ts: Vec<&OrphanTree> = self.trees.values().filter(|t| t.phase == phase && !t.burst).collect();
                 eprintln!(
                     "[{mode}] {:4.0} s: orphans {} created, {} reaped; wrong kills {}; daemon RSS {} KiB (max {}), CPU {:.2} %",
