@@ -154,12 +154,19 @@ mod tests {
     use super::*;
     use crate::config::Role;
 
+    /// Births on this machine's `/proc`, with the runtime its timer needs.
+    fn births_here() -> (tokio::runtime::Runtime, Births) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        let births = {
+            let _timer_needs_it = rt.enter();
+            Births::new(&ProcFs::new("/proc"))
+        };
+        (rt, births)
+    }
+
     #[test]
     fn a_pid_is_looked_at_one_look_after_it_was_counted_unless_a_scan_read_it() {
-        let procfs = ProcFs::new("/proc");
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
-        let _timer_needs_it = rt.enter();
-        let mut births = Births::new(&procfs);
+        let (_rt, mut births) = births_here();
         let pids = |v: &[i32]| v.iter().filter_map(|&p| Pid::new(p)).collect::<Vec<_>>();
         assert!(births.ripe(pids(&[100, 101])).is_empty(), "counted now, looked at next time");
         assert_eq!(births.ripe(pids(&[102])), pids(&[100, 101]));
@@ -172,9 +179,7 @@ mod tests {
     #[test]
     fn a_fork_that_did_not_exec_takes_its_parents_role_without_a_read() {
         let procfs = ProcFs::new("/proc");
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
-        let _timer_needs_it = rt.enter();
-        let mut births = Births::new(&procfs);
+        let (_rt, mut births) = births_here();
         if !births.randomized {
             eprintln!("skipped: exec does not randomize the stack here (randomize_va_space)");
             return;

@@ -172,16 +172,7 @@ impl ProcFs {
     }
 
     pub(super) fn read_stat_path(path: &Path, buf: &mut Vec<u8>) -> Option<parse::Stat> {
-        let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-        buf.clear();
-        buf.resize(4096, 0);
-        // One read: the kernel emits the whole line at once when it fits.
-        let n = rustix::io::read(&fd, &mut buf[..]).ok()?;
-        buf.truncate(n);
-        if n == 4096 {
-            return None; // cannot be a stat line; treat as unreadable
-        }
-        parse::parse_stat(buf).ok()
+        stat_of(&rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?, buf)
     }
 
     pub(super) fn process_from(&self, pid: Pid, stat: parse::Stat, cmdline: Arc<str>, checked_tick: u64) -> Process {
@@ -402,23 +393,29 @@ pub(super) fn parse_ns_inode(s: &str) -> Option<u64> {
     s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
-/// Reads a whole file below a `/proc/PID` dirfd into `buf`.
-/// The `stat` of the process whose directory `dir` is, in one read (the
-/// kernel emits the line at once); `None` when gone, or when it is a thread
-/// that does not lead its group (`/proc/TID` answers for any thread, and the
-/// pid counter hands out thread ids): no process.
-fn stat_at(dir: &OwnedFd, buf: &mut Vec<u8>) -> Option<parse::Stat> {
+/// An open `stat` file read into `buf` and parsed, in one read: the kernel
+/// emits the whole line at once.
+fn stat_of(fd: &OwnedFd, buf: &mut Vec<u8>) -> Option<parse::Stat> {
     buf.clear();
     buf.resize(4096, 0);
-    let fd = rustix::fs::openat(dir.as_fd(), "stat", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let n = rustix::io::read(&fd, &mut buf[..]).ok()?;
+    let n = rustix::io::read(fd, &mut buf[..]).ok()?;
     buf.truncate(n);
-    if n == 4096 || parse::stat_is_thread(buf) {
-        return None; // a stat line is far shorter
+    if n == 4096 {
+        return None; // cannot be a stat line; treat as unreadable
     }
     parse::parse_stat(buf).ok()
 }
 
+/// The `stat` of the process whose directory `dir` is; `None` when gone, or
+/// when it is a thread that does not lead its group (`/proc/TID` answers
+/// for any thread, and the pid counter hands out thread ids): no process.
+fn stat_at(dir: &OwnedFd, buf: &mut Vec<u8>) -> Option<parse::Stat> {
+    let fd = rustix::fs::openat(dir.as_fd(), "stat", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let st = stat_of(&fd, buf)?;
+    (!parse::stat_is_thread(buf)).then_some(st)
+}
+
+/// Reads a whole file below a `/proc/PID` dirfd into `buf`.
 pub(super) fn read_at(dir: &OwnedFd, name: &str, buf: &mut Vec<u8>) -> Result<(), ReadFail> {
     read_at_most(dir, name, buf, usize::MAX)
 }

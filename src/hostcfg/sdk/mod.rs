@@ -99,7 +99,8 @@ pub struct SdkCache {
     /// Per process, with the command line it was decided for (an exec keeps
     /// the identity, not the program). The line is the snapshot's own (an
     /// `Arc` taken over from scan to scan): unchanged, it is the same
-    /// allocation, and the check costs a pointer comparison.
+    /// allocation, and `Arc`'s equality (of an `Eq` type) compares the
+    /// pointers before the text.
     decided: HashMap<Identity, (Arc<str>, Option<Arc<Evidence>>)>,
     /// Processes found without a stdio transport, and when: looked at again
     /// after [`RELOOK`].
@@ -134,7 +135,7 @@ impl SdkCache {
                 continue;
             }
             if let Some((line, known)) = self.decided.get(&p.id)
-                && (Arc::ptr_eq(line, &p.cmdline) || *line == p.cmdline)
+                && *line == p.cmdline
             {
                 if let Some(e) = known {
                     found.push((i, Arc::clone(e)));
