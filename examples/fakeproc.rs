@@ -89,12 +89,20 @@
 //! - `"null"`: both on `/dev/null` (a daemon, a `nohup`-like bystander).
 //! - `"inherit"`: stdin on `/dev/null`, stdout the parent's own (the old
 //!   behaviour).
+//! - `"share"`: fd 0, 1 and 2 the parent's own (a launcher that relaunches
+//!   itself with `stdio: 'inherit'`, as Gemini CLI does).
 //! - `"pty"`: a new pseudo-terminal whose slave is fd 0, 1 and 2 and the
 //!   controlling terminal of a new session the process leads, as a terminal
 //!   emulator starts a shell or a TUI; the parent holds the master (the
 //!   terminal's window). With `close_stdin_ms` the parent closes the master
 //!   then: the window closed, `/dev/pts/N` deleted. The process ignores the
 //!   SIGHUP that follows (it stands in for one that survived it).
+//!
+//! - `out_file`: a path; fd 1 and fd 2 go to that file instead (appended):
+//!   `> log 2>&1`, `nohup`'s `nohup.out`.
+//! - `listen`: the process listens on a TCP socket of its own on 127.0.0.1
+//!   (an ephemeral port): a host that also serves clients over the network
+//!   (`codex app-server --listen ws://…`).
 //!
 //! A process never reads its stdin nor writes its stdout after it starts
 //! (the ready line goes to `FAKEPROC_READY`), so one whose parent died, and
@@ -132,6 +140,7 @@ enum StdioKind {
     Socket,
     Null,
     Inherit,
+    Share,
     Pty,
 }
 
@@ -208,6 +217,10 @@ struct Spec {
     close_stdin_when: Option<std::path::PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stdin_leak: Option<Box<Spec>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    out_file: Option<std::path::PathBuf>,
+    #[serde(default)]
+    listen: bool,
     #[serde(default)]
     title: Vec<Arg>,
     #[serde(default)]
@@ -358,6 +371,7 @@ fn spawn_child(exe: &std::path::Path, child: &Spec, leak: Option<OwnedFd>) {
         StdioKind::Inherit => {
             cmd.stdin(Stdio::null()).stdout(leak.map_or_else(Stdio::inherit, Stdio::from));
         }
+        StdioKind::Share => drop(cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit())),
         StdioKind::Pty => {
             let (master, slave) = open_pty();
             let dup = |f: &OwnedFd| f.try_clone().unwrap_or_else(|e| fail(&format!("dup of a pty: {e}")));
@@ -374,6 +388,9 @@ fn spawn_child(exe: &std::path::Path, child: &Spec, leak: Option<OwnedFd>) {
             }
             keep = Some(master);
         }
+    }
+    if let Some(path) = &child.out_file {
+        cmd.stdout(append_to(path)).stderr(append_to(path));
     }
     let mut left = child.pad_kib * 1024;
     while left > 0 {
@@ -424,6 +441,26 @@ fn spawn_child(exe: &std::path::Path, child: &Spec, leak: Option<OwnedFd>) {
         }
         (None, ..) => {}
     }
+}
+
+/// `path` opened for appending, as a child's stdout or stderr (`out_file`).
+fn append_to(path: &std::path::Path) -> Stdio {
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .unwrap_or_else(|e| fail(&format!("opening out_file: {e}")));
+    Stdio::from(f)
+}
+
+/// With `on`, a TCP listener on 127.0.0.1, open for as long as the
+/// process lives.
+fn listen(on: bool) {
+    if !on {
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| fail(&format!("listen: {e}")));
+    let _ = l.into_raw_fd();
 }
 
 /// Runs a hook to its end and writes its report (see the header).
@@ -590,6 +627,7 @@ fn main() {
     }
 
     touch_memory(spec.touch_mib);
+    listen(spec.listen);
 
     if !spec.title.is_empty() {
         set_title(&spec.title);

@@ -1,14 +1,13 @@
 //! Leaks under live hosts: a server whose host ended its stdin while the
-//! server kept running (abandoned), and an adopted host without a terminal
-//! whose own stdin nobody can write to any more (stale: nobody uses it).
+//! server kept running (abandoned); and the questions both this and the
+//! `stale` rules (`stale.rs`) need answered.
 //!
 //! Evidence only, read by `scan/link.rs` for the processes [`questions`]
 //! names: without it (not asked yet, unreadable, neither socket diagnostics
 //! nor a duplicate of the stdin socket available) a tree keeps the verdict
 //! it had.
 
-use super::modes::{self, Interface};
-use super::{Judgement, Verdict, manager_adopter, terminal};
+use super::{Judgement, Verdict};
 use crate::names::name;
 use crate::scan::{FdTarget, Holder, Process, Question, Snapshot, StdinEnd};
 use crate::tree::Forest;
@@ -17,8 +16,8 @@ use crate::tree::Forest;
 const MAX_SEARCH: usize = 256;
 
 /// The stdins to look at for these judgements: the root of every tree of a
-/// live host (its link to the host), and every adopted host without a
-/// terminal. Only those not answered yet.
+/// live host (its link to the host), and what the `stale` rules weigh
+/// ([`super::stale::questions`]). Only those not answered yet.
 pub fn questions(snap: &Snapshot, forest: &Forest, judgements: &[Judgement]) -> Vec<Question> {
     let mut out: Vec<Question> = Vec::new();
     for j in judgements.iter().filter(|j| j.verdict == Verdict::Live) {
@@ -28,18 +27,9 @@ pub fn questions(snap: &Snapshot, forest: &Forest, judgements: &[Judgement]) -> 
             let below = forest.descendants(h).into_iter().map(|(d, _)| d);
             let search =
                 std::iter::once(h).chain(below.filter(|d| *d != h && !tree.contains(d))).take(MAX_SEARCH).collect();
-            out.push(Question { proc: j.root, expected: j.owner, search });
+            out.push(Question { proc: j.root, expected: j.owner, search, channels: false });
         }
-        let adopted = forest.parent[h].is_some_and(|p| manager_adopter(snap, forest, p).is_some());
-        if adopted
-            && matches!(terminal(&snap.procs[h]), super::Term::None)
-            && unanswered_link(snap, h, h)
-            && !background_mode(snap, &snap.procs[h])
-            && !matches!(modes::interface(&snap.procs[h]), Interface::OneShot(_))
-            && !out.iter().any(|q| q.proc == h)
-        {
-            out.push(Question { proc: h, expected: None, search: Vec::new() });
-        }
+        super::stale::questions(snap, forest, h, &mut out);
     }
     out
 }
@@ -100,36 +90,4 @@ pub(super) fn abandoned(snap: &Snapshot, j: &mut Judgement, reap: bool) {
         }
         _ => {}
     }
-}
-
-/// Why host `h` would be stale although its terminal is not dead: it has
-/// none, it was adopted by an init or service manager (its parent adopts
-/// orphans), and nobody can write to its stdin any more. `None` for
-/// documented background modes and one-shot runs, whose stdin is never
-/// evidence. Whether that is conclusive depends on the host's interface.
-pub(super) fn unreachable_host(snap: &Snapshot, forest: &Forest, h: usize) -> Option<String> {
-    let host = &snap.procs[h];
-    let how = manager_adopter(snap, forest, forest.parent[h]?)?;
-    let Some(StdinEnd::Gone(why)) = host.details.as_ref()?.stdin.as_ref() else { return None };
-    if background_mode(snap, host) || matches!(modes::interface(host), Interface::OneShot(_)) {
-        return None;
-    }
-    Some(format!(
-        "host {} is alive, but it has no terminal, was adopted by {how}, and {why}: nothing can reach it",
-        name(host)
-    ))
-}
-
-/// `claude daemon`, and a `--bg-pty-host` while a `claude daemon` of its
-/// user runs: hosts that run without anyone on purpose.
-fn background_mode(snap: &Snapshot, host: &Process) -> bool {
-    let daemon =
-        |p: &Process| p.program.name(&p.cmdline) == "claude" && p.program.args(&p.cmdline).starts_with("daemon");
-    // Cline's hub daemon: started by the CLI in a session of its own to
-    // outlive it, and to serve every later CLI.
-    if daemon(host) || host.cmdline.split(' ').any(|w| w == "--cline-hub-daemon") {
-        return true;
-    }
-    host.cmdline.split(' ').any(|w| w == "--bg-pty-host")
-        && snap.procs.iter().any(|p| daemon(p) && !p.state.is_zombie() && p.uid().is_none_or(|u| Some(u) == host.uid()))
 }

@@ -19,8 +19,13 @@ const GONE: StdinEnd = StdinEnd::Gone("no process holds the write end of its std
 /// claude (pid 100, in terminal `/dev/pts/1` unless `term` is None) under
 /// `parent`, with playwright (root 200) and a second server (root 300).
 fn host_with_two(parent: i32, term: Option<&str>) -> World {
+    host_with_two_as(parent, term, "claude --resume")
+}
+
+/// [`host_with_two`], the host's command line `cmd`.
+fn host_with_two_as(parent: i32, term: Option<&str>, cmd: &str) -> World {
     let mut w = World::new();
-    let host = w.add(100, parent, "claude --resume");
+    let host = w.add(100, parent, cmd);
     if let Some(t) = term {
         tty(host, t);
     }
@@ -125,8 +130,9 @@ fn a_server_on_its_hosts_own_stdin_is_no_link_of_the_hosts() {
 
 #[test]
 fn adopted_host_without_terminal_nobody_can_write_to_is_stale_with_its_servers() {
+    const SDK: &str = "claude --output-format stream-json --verbose --input-format stream-json";
     for adopter in [1, 900] {
-        let mut w = host_with_two(adopter, None);
+        let mut w = host_with_two_as(adopter, None, SDK);
         if adopter == 900 {
             w.add(900, 1, "/usr/lib/systemd/systemd --user");
         }
@@ -143,10 +149,29 @@ fn adopted_host_without_terminal_nobody_can_write_to_is_stale_with_its_servers()
             j.reason
         );
     }
-    let mut w = host_with_two(1, None).cfg("[reaper]\ngrace_secs = 0\nreap_stale_hosts = false\n");
+    let mut w = host_with_two_as(1, None, SDK).cfg("[reaper]\ngrace_secs = 0\nreap_stale_hosts = false\n");
     set_stdin(&mut w, 100, GONE);
     let (_, js) = w.judge();
     assert!(js.iter().all(|j| j.verdict == Verdict::Stale && !j.reap && !j.candidate));
+    // A terminal UI by its argv, on a pipe: no terminal UI (issue 32).
+    let mut w = host_with_two(1, None);
+    set_stdin(&mut w, 100, GONE);
+    let (_, js) = w.judge();
+    assert!(js.iter().all(|j| j.verdict == Verdict::Live), "{js:?}");
+    let suspect = js[0].suspect.as_deref().unwrap_or_default();
+    assert!(suspect.contains("reads as a terminal UI, but its stdin is a pipe"), "{suspect}");
+    // Listening on a socket, or not known to: another way in.
+    for (l, says) in [
+        (crate::scan::Listening::Yes("TCP port 4500".into()), "listens on TCP port 4500"),
+        (crate::scan::Listening::Unknown("x"), "whether claude"),
+    ] {
+        let mut w = host_with_two_as(1, None, SDK);
+        set_stdin(&mut w, 100, GONE);
+        w.procs.iter_mut().find(|q| q.pid().get() == 100).unwrap().details.as_mut().unwrap().listening = Some(l);
+        let (_, js) = w.judge();
+        assert!(js.iter().all(|j| j.verdict == Verdict::Live), "{js:?}");
+        assert!(js[0].suspect.as_deref().unwrap_or_default().contains(says), "{js:?}");
+    }
 }
 
 #[test]
@@ -191,7 +216,10 @@ fn hosts_in_use_or_on_purpose_in_the_background_are_not_stale() {
     let (_, js) = w.judge();
     assert_eq!(js[0].verdict, Verdict::Live, "{}", js[0].reason);
     let suspect = js[0].suspect.as_deref().unwrap_or_default();
-    assert!(suspect.contains("nothing can reach it") && suspect.contains("not in a mode known"), "{suspect}");
+    assert!(
+        suspect.contains("has no terminal, was adopted by") && suspect.contains("not in a mode known"),
+        "{suspect}"
+    );
 }
 
 #[test]

@@ -2,15 +2,18 @@
 //! Pure: reads the snapshot and forest, signals nothing.
 
 mod abandon;
+mod argv;
 mod assessment;
 mod duplicates;
 mod evidence;
+mod facts;
 pub(crate) mod grace;
 mod guard;
 mod modes;
 mod person;
 mod pressure;
 mod session;
+mod stale;
 mod terminal;
 
 use std::collections::HashMap;
@@ -22,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, Role};
 use crate::ids::{Identity, Pid};
 use crate::names::{name, namespace_of};
-use crate::scan::{Pressure, Process, Snapshot};
+use crate::scan::{Pressure, Snapshot};
 use crate::tree::{Forest, TreeShape};
 pub use abandon::questions;
 pub use assessment::Assessment;
@@ -33,7 +36,7 @@ use guard::Guard;
 pub use pressure::skips_grace as pressure_skips_grace;
 use session::Below;
 pub(crate) use terminal::pts_number;
-use terminal::{Term, keys_terminal_dead, terminal};
+use terminal::{Term, terminal};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -147,18 +150,16 @@ pub fn judge(snap: &Snapshot, forest: &Forest, shapes: &[TreeShape], inp: &Input
     let mut stale_by_host: HashMap<usize, usize> = HashMap::new();
     for shape in shapes {
         let mut j = judge_shape(snap, forest, shape, inp);
-        if j.verdict == Verdict::Stale
-            && j.candidate
-            && let Some(h) = j.host
-        {
-            if let Some(&k) = stale_by_host.get(&h) {
+        if j.verdict == Verdict::Stale && j.candidate {
+            // `stale` set the root: the host, or the front of its chain.
+            let top = j.root;
+            if let Some(&k) = stale_by_host.get(&top) {
                 out[k].servers.extend(j.servers);
                 continue;
             }
-            j.root = h;
-            j.owner = forest.parent[h];
-            j.members = forest.descendants(h);
-            stale_by_host.insert(h, out.len());
+            j.owner = forest.parent[top];
+            j.members = forest.descendants(top);
+            stale_by_host.insert(top, out.len());
         }
         out.push(j);
     }
@@ -286,36 +287,24 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
 }
 
 /// A tree with the live host `h` above it: live, unless the host is stale
-/// (its terminal UI's terminal died, or nothing can reach the stdin it is
-/// driven over) or it let the tree go (abandoned).
+/// (`stale.rs`: its terminal UI's terminal died, or nothing can reach the
+/// stdin it is driven over) or it let the tree go (abandoned).
 fn judge_under_host(snap: &Snapshot, forest: &Forest, j: &mut Judgement, h: usize, cfg: &Config) {
     let host = &snap.procs[h];
-    let iface = modes::interface(host);
-    let unit = service_unit(host);
     let term = terminal(host);
-    if let Term::Dead(path) = &term {
-        let why = format!("host {} is alive but its terminal {path} is gone", name(host));
-        match (keys_terminal_dead(host), unit) {
-            (Some(_), None) if iface == modes::Interface::Terminal => {
-                stale(j, cfg, format!("{why}: it is a terminal UI, and that terminal was its stdin"));
+    let mut rulings = vec![stale::by_terminal(snap, h)];
+    if matches!(term, Term::None) {
+        rulings.push(stale::unreachable(snap, forest, h));
+    }
+    for r in rulings {
+        match r {
+            stale::Ruling::Stale(why, root) => {
+                stale(j, cfg, why, root);
                 return;
             }
-            (_, Some(u)) => j.suspect = Some(format!("{why}, but it runs as systemd unit {u}")),
-            (None, None) if iface == modes::Interface::Terminal => {
-                j.suspect = Some(format!("{why}, but it does not read its keys from that terminal"));
-            }
-            _ => j.suspect = Some(format!("{why}, but {}", iface.why_not(&name(host)))),
+            stale::Ruling::Suspect(why) => j.suspect = Some(why),
+            stale::Ruling::Pending | stale::Ruling::Not => {}
         }
-    }
-    if matches!(term, Term::None)
-        && let Some(why) = abandon::unreachable_host(snap, forest, h)
-    {
-        if let (true, None) = (iface.is_conclusive(), unit) {
-            stale(j, cfg, why);
-            return;
-        }
-        let but = unit.map_or_else(|| iface.why_not(&name(host)), |u| format!("it runs as systemd unit {u}"));
-        j.suspect = Some(format!("{why}; but {but}"));
     }
     j.verdict = Verdict::Live;
     j.reason = match &term {
@@ -328,15 +317,12 @@ fn judge_under_host(snap: &Snapshot, forest: &Forest, j: &mut Judgement, h: usiz
     abandon::abandoned(snap, j, cfg.reap_abandoned);
 }
 
-/// The systemd service unit `p` is the main process of, if any: its service
-/// manager, not a terminal or a pipe, decides when it ends.
-fn service_unit(p: &Process) -> Option<&str> {
-    let unit = p.details.as_ref()?.unit.as_ref()?;
-    (unit.is_service() && unit.main != Some(false)).then_some(unit.name.as_str())
-}
-
-/// The tree of a live host that is to go with its host (`reap_stale_hosts`).
-fn stale(j: &mut Judgement, cfg: &Config, reason: String) {
+/// The tree of a live host that is to go with its host (`reap_stale_hosts`),
+/// from `root` (the host, or the front of the chain its stdin came through).
+fn stale(j: &mut Judgement, cfg: &Config, reason: String, root: usize) {
+    if cfg.reap_stale_hosts {
+        j.root = root;
+    }
     j.verdict = Verdict::Stale;
     j.candidate = cfg.reap_stale_hosts;
     j.reap = cfg.reap_stale_hosts;

@@ -7,9 +7,17 @@
 //! A host not in the table, or a command line the grammar cannot place, is
 //! [`Interface::Unknown`]: never stale, at most suspect. A mistake can only
 //! go one way: a one-shot run taken for an interactive one would be killed,
-//! so every parser answers `Terminal` only when it has read the whole
-//! command line and found no sign of anything else.
+//! so every parser answers `Terminal` or `Stdin` only when it has read the
+//! whole command line ([`super::argv`]: every option known, short-flag
+//! clusters resolved as the host's CLI library resolves them) and found no
+//! sign of anything else, and answers `OneShot` on any sign of one.
+//!
+//! This is text: it names how a host is meant to be used, never that
+//! nobody uses it. The `stale` rules (`stale.rs`) take the process's own
+//! state for that; a mode read here can only narrow them (a one-shot run,
+//! a windowed app, an unknown mode are never stale) or keep a tree.
 
+use super::argv::{self, Options};
 use crate::scan::Process;
 
 /// What a host's user interface is.
@@ -29,15 +37,15 @@ pub(super) enum Interface {
     /// A background or service mode, or a command line the table cannot
     /// place.
     Unknown,
+    /// Its command line reads as a terminal UI, but its own stdin is no
+    /// terminal (the text says what it is instead): a pipeline or a
+    /// script feeds it (`git diff | gemini`), and with no terminal to read
+    /// keys from it is no terminal UI, whatever its argv says. Set from
+    /// the process's state by `facts.rs`, never by a grammar.
+    NoTerminal(&'static str),
 }
 
 impl Interface {
-    /// Whether losing this interface is conclusive evidence nobody uses the
-    /// host: a terminal UI, or a host driven over its stdin.
-    pub(super) fn is_conclusive(&self) -> bool {
-        matches!(self, Interface::Terminal | Interface::Stdin(_))
-    }
-
     /// Why losing a terminal or stdin says nothing about this host's use.
     pub(super) fn why_not(&self, host: &str) -> String {
         match self {
@@ -47,6 +55,10 @@ impl Interface {
             }
             Interface::Unknown => format!("{host} is not in a mode known to be used through its terminal or stdin"),
             Interface::Terminal => format!("{host} is a terminal UI"),
+            Interface::NoTerminal(fd0) => format!(
+                "{host}'s command line reads as a terminal UI, but its stdin is {fd0}, not a terminal: something \
+                 else feeds it (a pipeline, a script), so it is not used through a terminal"
+            ),
             Interface::Stdin(m) => format!("{host} is driven over its stdin ({m})"),
         }
     }
@@ -63,12 +75,14 @@ struct Grammar {
 /// binary's file name).
 const TABLE: &[Grammar] = &[
     // Claude Code: `-p`/`--print` is print mode (one-shot), anywhere on the
-    // line; `--input-format stream-json` (the Agent SDK, the VS Code
-    // extension) is driven over stdin; `daemon` and `--bg-pty-host` are its
-    // background sessions; anything else is the terminal UI.
+    // line, alone or in a cluster (`-cp`); `--input-format stream-json`
+    // (the VS Code extension) is driven over stdin; Remote Control, cloud,
+    // background and SDK-URL sessions are used from elsewhere; with no
+    // prompt or subcommand and every option known, the terminal UI.
     Grammar { names: &["claude", "claude.exe", "@anthropic-ai/claude-code"], parse: claude },
-    // The Agent SDK's bundled CLI: always driven by the SDK over stdin.
-    Grammar { names: &["@anthropic-ai/claude-agent-sdk"], parse: |_| Interface::Stdin("the Agent SDK") },
+    // The Agent SDK's bundled CLI: the same grammar (the SDK passes
+    // `--input-format stream-json`).
+    Grammar { names: &["@anthropic-ai/claude-agent-sdk"], parse: claude },
     // Codex: global options first (`-c k=v`, `-p PROFILE`, …), then a
     // subcommand: `exec` (alias `e`) and `review` are one-shot,
     // `app-server`/`proto` are driven over stdin; no subcommand, `resume`
@@ -87,7 +101,7 @@ const TABLE: &[Grammar] = &[
     // GitHub Copilot CLI: `-p`/`--prompt` is one-shot, `--acp` over stdin.
     Grammar { names: &["copilot", "@github/copilot"], parse: copilot },
     // Cursor CLI: `-p`/`--print` is one-shot.
-    Grammar { names: &["cursor-agent"], parse: print_flag },
+    Grammar { names: &["cursor-agent"], parse: cursor_agent },
     // Crush: `run` is one-shot.
     Grammar { names: &["crush", "@charmland/crush"], parse: crush },
     // Goose CLI: `session` (or nothing) is the TUI, `run` one-shot, `acp`
@@ -98,6 +112,9 @@ const TABLE: &[Grammar] = &[
     // Cline CLI: only a bare `cline` is known to be its TUI; its hub daemon
     // and task modes are not.
     Grammar { names: &["cline", ".cline"], parse: cline },
+    // ACP adapters: driven over their stdin by an editor, they drive a host
+    // over its own.
+    Grammar { names: ADAPTERS, parse: |_| Interface::Stdin("an ACP adapter") },
     // Windowed hosts: editors, desktop apps and their helper processes.
     Grammar {
         names: &[
@@ -128,6 +145,10 @@ const TABLE: &[Grammar] = &[
 pub(super) fn interface(host: &Process) -> Interface {
     let name = host.program.name(&host.cmdline);
     let args: Vec<&str> = host.program.args(&host.cmdline).split(' ').filter(|w| !w.is_empty()).collect();
+    if host.program.is_cut() {
+        // Its last arguments are unknown: they could say anything.
+        return Interface::Unknown;
+    }
     if let Some(g) = TABLE.iter().find(|g| g.names.contains(&name)) {
         return (g.parse)(&args);
     }
@@ -138,247 +159,584 @@ pub(super) fn interface(host: &Process) -> Interface {
     Interface::Unknown
 }
 
-/// The first word equal to, or of the form `WORD=…`, one of `flags`.
-fn flag<'a>(args: &[&'a str], flags: &[&str]) -> Option<&'a str> {
-    args.iter().copied().find(|w| flags.iter().any(|f| w == f || w.strip_prefix(f).is_some_and(|r| r.starts_with('='))))
+/// Whether `p` is an adapter that drives a host over the host's stdin on
+/// behalf of a client that drives it over its own (an ACP adapter): the
+/// host below it is reached through it alone.
+pub(super) fn is_adapter(p: &Process) -> bool {
+    ADAPTERS.contains(&p.program.name(&p.cmdline))
 }
 
-/// The positional words, skipping options and the values of `valued`
-/// options (`--opt VALUE`; `--opt=VALUE` is one word). Stops at `--`.
-fn positionals<'a>(args: &[&'a str], valued: &[&str]) -> Vec<&'a str> {
-    let mut out = Vec::new();
-    let mut it = args.iter().copied();
-    while let Some(w) = it.next() {
-        if w == "--" {
-            out.extend(it);
-            break;
-        }
-        if w.starts_with('-') && w.len() > 1 {
-            if valued.contains(&w) {
-                it.next();
-            }
-            continue;
-        }
-        out.push(w);
-    }
-    out
-}
+/// ACP adapters: Zed's for Claude Code (the Agent SDK's `claude` below it)
+/// and for Codex (`codex app-server` or `codex mcp-server` below it).
+const ADAPTERS: &[&str] = &[
+    "@zed-industries/claude-code-acp",
+    "claude-code-acp",
+    "@zed-industries/claude-agent-acp",
+    "claude-agent-acp",
+    "@zed-industries/codex-acp",
+    "codex-acp",
+];
 
 fn one_shot(w: &str) -> Interface {
     Interface::OneShot(w.to_string())
 }
 
+/// Claude Code's options (`claude --help`, 2.1.x; commander). `--agents`,
+/// `--add-dir` and the other `<values...>` take every word up to the next
+/// option, as commander reads them.
+const CLAUDE: Options = Options {
+    valued: &[
+        "--agent",
+        "--agents",
+        "--append-system-prompt",
+        "--append-system-prompt-file",
+        "--autocompact",
+        "--debug-file",
+        "--effort",
+        "--environment",
+        "--fallback-model",
+        "--input-format",
+        "--json-schema",
+        "--max-budget-usd",
+        "--max-thinking-tokens",
+        "--max-turns",
+        "--model",
+        "-n",
+        "--name",
+        "--output-format",
+        "--permission-mode",
+        "--permission-prompt-tool",
+        "--permission-prompts",
+        "--plugin-dir",
+        "--plugin-url",
+        "--remote-control-session-name-prefix",
+        "--sdk-url",
+        "--session-id",
+        "--setting-sources",
+        "--settings",
+        "--system-prompt",
+        "--system-prompt-file",
+        "--system-prompt-snapshot",
+    ],
+    variadic: &[
+        "--add-dir",
+        "--allowedTools",
+        "--allowed-tools",
+        "--betas",
+        "--disallowedTools",
+        "--disallowed-tools",
+        "--file",
+        "--mcp-config",
+        "--tools",
+    ],
+    optional: &[
+        "--cloud",
+        "-d",
+        "--debug",
+        "--from-pr",
+        "--prompt-suggestions",
+        "--remote-control",
+        "-r",
+        "--resume",
+        "--teleport",
+        "-w",
+        "--worktree",
+    ],
+    switches: &[
+        "--allow-dangerously-skip-permissions",
+        "--ax-screen-reader",
+        "--bare",
+        "--bg",
+        "--background",
+        "--brief",
+        "--chrome",
+        "-c",
+        "--continue",
+        "--dangerously-skip-permissions",
+        "--debug-to-stderr",
+        "--desktop",
+        "--disable-slash-commands",
+        "--enable-auth-status",
+        "--exclude-dynamic-system-prompt-sections",
+        "--fork-session",
+        "--forward-subagent-text",
+        "-h",
+        "--help",
+        "--ide",
+        "--include-hook-events",
+        "--include-partial-messages",
+        "--no-chrome",
+        "--no-session-persistence",
+        "-p",
+        "--print",
+        "--replay-user-messages",
+        "--restricted",
+        "--safe-mode",
+        "--strict-mcp-config",
+        "--tmux",
+        "--verbose",
+        "-v",
+        "--version",
+    ],
+};
+
+/// Claude Code options whose session is used from elsewhere than its
+/// terminal or stdin: Remote Control (claude.ai/code), a cloud or teleport
+/// session, the desktop app, a background session, an SDK session over a
+/// WebSocket, a tmux session of its own.
+const CLAUDE_ELSEWHERE: &[&str] = &[
+    "--remote-control",
+    "--remote-control-session-name-prefix",
+    "--sdk-url",
+    "--cloud",
+    "--teleport",
+    "--environment",
+    "--desktop",
+    "--bg",
+    "--background",
+    "--tmux",
+];
+
 fn claude(args: &[&str]) -> Interface {
-    if let Some(w) = flag(args, &["-p", "--print"]) {
-        return one_shot(w);
+    if let Some(w) = argv::mentions(args, &["-p", "--print"]) {
+        return one_shot(&w);
     }
-    if args.first() == Some(&"daemon") || flag(args, &["--bg-pty-host"]).is_some() {
+    let Ok(p) = argv::parse(args, &CLAUDE) else { return Interface::Unknown };
+    if p.has(CLAUDE_ELSEWHERE) {
         return Interface::Unknown;
     }
-    if args.windows(2).any(|p| p[0] == "--input-format" && p[1] == "stream-json")
-        || flag(args, &["--input-format"]).is_some_and(|w| w.ends_with("=stream-json"))
-        || flag(args, &["--sdk-url"]).is_some()
-    {
+    if p.value(&["--input-format"]) == Some("stream-json") {
         return Interface::Stdin("--input-format stream-json");
     }
-    // `claude mcp …`, `claude doctor`, `claude update`: no session at all.
-    match positionals(args, CLAUDE_VALUED).first() {
-        Some(
-            &("mcp" | "doctor" | "update" | "install" | "setup-token" | "config" | "plugin" | "migrate-installer"),
-        ) => Interface::Unknown,
-        _ => Interface::Terminal,
-    }
+    // A subcommand (`claude mcp …`, `claude remote-control`, one this table
+    // does not know yet) or a first prompt: the joined command line cannot
+    // tell them apart.
+    if p.positionals.is_empty() { Interface::Terminal } else { Interface::Unknown }
 }
 
-/// Claude Code options that take a value (a prompt positional is the TUI's
-/// first message, so a wrong skip here only ever reads a value as a prompt).
-const CLAUDE_VALUED: &[&str] = &[
-    "--model",
-    "--agent",
-    "--agents",
-    "--settings",
-    "--setting-sources",
-    "--mcp-config",
-    "--permission-mode",
-    "--allowedTools",
-    "--allowed-tools",
-    "--disallowedTools",
-    "--disallowed-tools",
-    "--add-dir",
-    "--append-system-prompt",
-    "--system-prompt",
-    "--fallback-model",
-    "--session-id",
-    "--output-format",
-    "-r",
-    "--resume",
-];
-
-/// Codex's global options that take a value.
-const CODEX_VALUED: &[&str] = &[
-    "-c",
-    "--config",
-    "-m",
-    "--model",
-    "-p",
-    "--profile",
-    "-s",
-    "--sandbox",
-    "-a",
-    "--ask-for-approval",
-    "-C",
-    "--cd",
-    "-i",
-    "--image",
-    "--enable",
-    "--disable",
-    "--local-provider",
-    "--oss-provider",
-    "--add-dir",
-];
+/// Codex's options (`codex --help`, `codex resume --help`, `codex
+/// app-server --help`, 0.1xx; clap): global ones and those of the
+/// subcommands read here, in one table.
+const CODEX: Options = Options {
+    valued: &[
+        "-c",
+        "--config",
+        "--enable",
+        "--disable",
+        "--remote",
+        "--remote-auth-token-env",
+        "-m",
+        "--model",
+        "--local-provider",
+        "--oss-provider",
+        "-p",
+        "--profile",
+        "-s",
+        "--sandbox",
+        "-C",
+        "--cd",
+        "--add-dir",
+        "-a",
+        "--ask-for-approval",
+        "--listen",
+        "--startup-client-info",
+        "--cloud-skills-snapshot",
+        "--code-mode-host",
+        "--ws-auth",
+        "--ws-token-file",
+        "--ws-token-sha256",
+        "--ws-shared-secret-file",
+        "--ws-issuer",
+        "--ws-audience",
+        "--ws-max-clock-skew-seconds",
+    ],
+    variadic: &["-i", "--image"],
+    optional: &[],
+    switches: &[
+        "--strict-config",
+        "--oss",
+        "--approve-for-me",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--dangerously-bypass-hook-trust",
+        "--full-auto",
+        "--worktree",
+        "--search",
+        "--no-alt-screen",
+        "--no-daemon",
+        "--last",
+        "--all",
+        "--include-non-interactive",
+        "--startup-sign-out",
+        "--print-startup-config",
+        "--stdio",
+        "--analytics-default-enabled",
+        "-h",
+        "--help",
+        "-V",
+        "--version",
+    ],
+};
 
 fn codex(args: &[&str]) -> Interface {
-    match positionals(args, CODEX_VALUED).first() {
-        None | Some(&("resume" | "fork")) => Interface::Terminal,
-        Some(&("exec" | "e")) => one_shot("codex exec"),
-        Some(&"review") => one_shot("codex review"),
-        Some(&("app-server" | "proto")) => Interface::Stdin("codex app-server"),
-        Some(&sub) if CODEX_OTHER.contains(&sub) => Interface::Unknown,
-        // Anything else is the TUI's first prompt.
-        Some(_) => Interface::Terminal,
+    // `exec` (`e`) and `review` anywhere: what follows them is theirs.
+    if let Some(w) = args.iter().find(|w| matches!(**w, "exec" | "e" | "review")) {
+        return one_shot(&format!("codex {w}"));
+    }
+    let Ok(p) = argv::parse(args, &CODEX) else { return Interface::Unknown };
+    match p.positionals.first() {
+        None => Interface::Terminal,
+        // `resume`/`fork` take a session id and a first prompt.
+        Some(&("resume" | "fork")) if p.positionals.len() <= 3 => Interface::Terminal,
+        Some(&("app-server" | "proto")) if p.positionals.len() == 1 => match p.value(&["--listen"]) {
+            None | Some("stdio" | "stdio://") => Interface::Stdin("codex app-server"),
+            // Its clients come over the network: its stdin is not how it is used.
+            Some(_) => Interface::Unknown,
+        },
+        // A subcommand (`app-server daemon`, `remote-control`, a new one)
+        // or the TUI's first prompt.
+        Some(_) => Interface::Unknown,
     }
 }
 
-/// Codex subcommands that are no interactive session.
-const CODEX_OTHER: &[&str] = &[
-    "login",
-    "logout",
-    "mcp",
-    "mcp-server",
-    "completion",
-    "sandbox",
-    "debug",
-    "apply",
-    "a",
-    "cloud",
-    "features",
-    "generate-ts",
-    "help",
-];
-
-/// Gemini CLI / Qwen Code options that take a value.
-const GEMINI_VALUED: &[&str] = &[
-    "-m",
-    "--model",
-    "--approval-mode",
-    "-e",
-    "--extensions",
-    "--allowed-mcp-server-names",
-    "--allowed-tools",
-    "--include-directories",
-    "-o",
-    "--output-format",
-    "--telemetry-target",
-    "--telemetry-otlp-endpoint",
-    "--telemetry-outfile",
-    "--proxy",
-    "-r",
-    "--resume",
-    "--max-old-space-size",
-];
+/// Gemini CLI's and Qwen Code's options (`gemini --help` 0.6x, `qwen
+/// --help`; yargs). Array options take every word up to the next option.
+const GEMINI: Options = Options {
+    valued: &[
+        "-i",
+        "--prompt-interactive",
+        "-m",
+        "--model",
+        "--approval-mode",
+        "--policy",
+        "--admin-policy",
+        "-o",
+        "--output-format",
+        "-r",
+        "--resume",
+        "--session-file",
+        "--session-id",
+        "--delete-session",
+        "--proxy",
+        "--telemetry-target",
+        "--telemetry-otlp-endpoint",
+        "--telemetry-otlp-protocol",
+        "--telemetry-outfile",
+        "--fallback-model",
+        "--system-prompt",
+        "--append-system-prompt",
+        "--output-style",
+        "--sandbox-image",
+        "--channel",
+        "--mcp-config",
+        "--openai-logging-dir",
+        "--openai-api-key",
+        "--openai-base-url",
+        "--input-format",
+        "--json-fd",
+        "--json-file",
+        "--json-schema",
+        "--input-file",
+        "--max-session-turns",
+        "--max-wall-time",
+        "--max-tool-calls",
+        "--max-subagent-depth",
+        "--auth-type",
+        "--replay-limit",
+    ],
+    variadic: &[
+        "-e",
+        "--extensions",
+        "--allowed-mcp-server-names",
+        "--allowed-tools",
+        "--include-directories",
+        "--add-dir",
+        "--core-tools",
+        "--exclude-tools",
+        "--disabled-slash-commands",
+    ],
+    optional: &["-w", "--worktree"],
+    switches: &[
+        "-d",
+        "--debug",
+        "--skip-trust",
+        "-s",
+        "--sandbox",
+        "-y",
+        "--yolo",
+        "--acp",
+        "--experimental-acp",
+        "-l",
+        "--list-extensions",
+        "--list-sessions",
+        "--screen-reader",
+        "--raw-output",
+        "--accept-raw-output-risk",
+        "-a",
+        "--all-files",
+        "--checkpointing",
+        "--show-memory-usage",
+        "--telemetry",
+        "--telemetry-log-prompts",
+        "--bare",
+        "--safe-mode",
+        "--insecure",
+        "--chat-recording",
+        "--experimental-lsp",
+        "--restore-ask-user-question",
+        "--openai-logging",
+        "--include-partial-messages",
+        "-c",
+        "--continue",
+        "--fork-session",
+        "-v",
+        "--version",
+        "-h",
+        "--help",
+    ],
+};
 
 fn gemini(args: &[&str]) -> Interface {
-    if let Some(w) = flag(args, &["-p", "--prompt"]) {
-        return one_shot(w);
+    if let Some(w) = argv::mentions(args, &["-p", "--prompt"]) {
+        return one_shot(&w);
     }
-    if flag(args, &["--experimental-acp", "--acp"]).is_some() {
+    let Ok(p) = argv::parse(args, &GEMINI) else { return Interface::Unknown };
+    if p.has(&["--experimental-acp", "--acp"]) {
         return Interface::Stdin("ACP");
     }
-    if flag(args, &["-i", "--prompt-interactive"]).is_some() {
+    if p.value(&["--input-format"]) == Some("stream-json") {
+        return Interface::Stdin("--input-format stream-json");
+    }
+    if p.has(&["-i", "--prompt-interactive"]) {
         return Interface::Terminal;
     }
-    match positionals(args, GEMINI_VALUED).first() {
+    match p.positionals.first() {
         None => Interface::Terminal,
-        Some(&("mcp" | "extensions")) => Interface::Unknown,
-        // A positional query runs non-interactively.
-        Some(q) => one_shot(&format!("a query ({q} …)")),
+        // A query: Gemini CLI before 0.6x and Qwen Code run it once; Gemini
+        // CLI now starts its terminal UI with it. Or a subcommand.
+        Some(_) => Interface::Unknown,
     }
 }
 
-const OPENCODE_VALUED: &[&str] =
-    &["-m", "--model", "-s", "--session", "--agent", "--port", "--hostname", "--prompt", "--log-level"];
+/// opencode's and Kilo's options (`opencode --help`; yargs).
+const OPENCODE: Options = Options {
+    valued: &[
+        "-m",
+        "--model",
+        "-s",
+        "--session",
+        "--prompt",
+        "--agent",
+        "--log-level",
+        "--port",
+        "--hostname",
+        "--mdns-domain",
+        "--replay-limit",
+    ],
+    variadic: &["--cors"],
+    optional: &[],
+    switches: &[
+        "-h",
+        "--help",
+        "-v",
+        "--version",
+        "--print-logs",
+        "--pure",
+        "--mdns",
+        "-c",
+        "--continue",
+        "--fork",
+        "--auto",
+        "--mini",
+        "--no-replay",
+    ],
+};
 
 fn opencode(args: &[&str]) -> Interface {
-    match positionals(args, OPENCODE_VALUED).first() {
-        None => Interface::Terminal,
-        Some(&"run") => one_shot("run"),
-        Some(&"acp") => Interface::Stdin("acp"),
+    if args.first() == Some(&"run") || args.contains(&"run") {
+        return one_shot("run");
+    }
+    let Ok(p) = argv::parse(args, &OPENCODE) else { return Interface::Unknown };
+    match p.positionals.as_slice() {
+        [] => Interface::Terminal,
+        ["acp"] => Interface::Stdin("acp"),
         // A project directory: the TUI on it. Any other word may be a
         // subcommand this table does not know.
-        Some(p) if p.starts_with(['/', '.', '~']) || p.contains('/') => Interface::Terminal,
-        Some(_) => Interface::Unknown,
+        [dir] if dir.starts_with(['/', '.', '~']) || dir.contains('/') => Interface::Terminal,
+        _ => Interface::Unknown,
     }
 }
+
+/// Continue CLI's options (`cn --help`; commander).
+const CONTINUE: Options = Options {
+    valued: &[
+        "--config",
+        "--org",
+        "--rule",
+        "--mcp",
+        "--model",
+        "--prompt",
+        "--allow",
+        "--ask",
+        "--exclude",
+        "--agent",
+        "--format",
+        "--fork",
+    ],
+    variadic: &[],
+    optional: &[],
+    switches: &[
+        "-v",
+        "--version",
+        "--readonly",
+        "--auto",
+        "--verbose",
+        "--beta-status-tool",
+        "--silent",
+        "--resume",
+        "--beta-subagent-tool",
+        "-p",
+        "--print",
+        "-h",
+        "--help",
+    ],
+};
 
 fn continue_cli(args: &[&str]) -> Interface {
-    if let Some(w) = flag(args, &["-p", "--print"]) {
-        return one_shot(w);
+    if let Some(w) = argv::mentions(args, &["-p", "--print"]) {
+        return one_shot(&w);
     }
-    match positionals(args, &["--config", "--model", "--rule", "--mcp", "--org"]).first() {
-        None => Interface::Terminal,
-        Some(_) => Interface::Unknown,
-    }
+    terminal_if_bare(args, &CONTINUE)
 }
+
+/// GitHub Copilot CLI's options, as far as they are known here.
+const COPILOT: Options = Options {
+    valued: &[
+        "--model",
+        "--log-level",
+        "--log-dir",
+        "--agent",
+        "--allow-tool",
+        "--deny-tool",
+        "--additional-mcp-config",
+    ],
+    variadic: &["--add-dir"],
+    optional: &["--resume"],
+    switches: &[
+        "--continue",
+        "--allow-all-tools",
+        "--allow-all-paths",
+        "--banner",
+        "--screen-reader",
+        "--no-color",
+        "--disable-builtin-mcps",
+        "--acp",
+        "-h",
+        "--help",
+        "-v",
+        "--version",
+    ],
+};
 
 fn copilot(args: &[&str]) -> Interface {
-    if let Some(w) = flag(args, &["-p", "--prompt"]) {
-        return one_shot(w);
+    if let Some(w) = argv::mentions(args, &["-p", "--prompt"]) {
+        return one_shot(&w);
     }
-    if flag(args, &["--acp"]).is_some() {
+    let Ok(p) = argv::parse(args, &COPILOT) else { return Interface::Unknown };
+    if p.has(&["--acp"]) {
         return Interface::Stdin("ACP");
     }
-    match positionals(args, &["--model", "--add-dir", "--log-level", "--log-dir", "--resume"]).first() {
-        None => Interface::Terminal,
-        Some(_) => Interface::Unknown,
-    }
+    if p.positionals.is_empty() { Interface::Terminal } else { Interface::Unknown }
 }
 
-fn print_flag(args: &[&str]) -> Interface {
-    match flag(args, &["-p", "--print"]) {
-        Some(w) => one_shot(w),
-        None => Interface::Terminal,
+/// Cursor CLI's options, as far as they are known here.
+const CURSOR_AGENT: Options = Options {
+    valued: &["--model", "--api-key", "--output-format"],
+    variadic: &[],
+    optional: &["--resume"],
+    switches: &["-f", "--force", "--browser", "--approve-mcps", "-h", "--help", "-v", "--version", "-p", "--print"],
+};
+
+fn cursor_agent(args: &[&str]) -> Interface {
+    if let Some(w) = argv::mentions(args, &["-p", "--print"]) {
+        return one_shot(&w);
     }
+    terminal_if_bare(args, &CURSOR_AGENT)
 }
+
+/// Crush's global options (cobra).
+const CRUSH: Options = Options {
+    valued: &["-c", "--cwd", "-D", "--data-dir"],
+    variadic: &[],
+    optional: &[],
+    switches: &["-d", "--debug", "-y", "--yolo", "-h", "--help", "-v", "--version"],
+};
 
 fn crush(args: &[&str]) -> Interface {
-    match positionals(args, &["-c", "--cwd", "-D", "--data-dir"]).first() {
-        None => Interface::Terminal,
-        Some(&"run") => one_shot("run"),
-        Some(_) => Interface::Unknown,
+    if args.contains(&"run") {
+        return one_shot("run");
     }
+    terminal_if_bare(args, &CRUSH)
 }
+
+/// Goose's `session` options, as far as they are known here (clap).
+const GOOSE: Options = Options {
+    valued: &[
+        "-n",
+        "--name",
+        "--id",
+        "--path",
+        "--with-extension",
+        "--with-remote-extension",
+        "--with-streamable-http-extension",
+        "--with-builtin",
+        "--max-turns",
+    ],
+    variadic: &[],
+    optional: &[],
+    switches: &["-r", "--resume", "--debug", "-h", "--help"],
+};
 
 fn goose(args: &[&str]) -> Interface {
-    match positionals(args, &["-n", "--name", "-r", "--resume", "--with-extension", "--with-builtin"]).first() {
-        None | Some(&"session") => Interface::Terminal,
-        Some(&"run") => one_shot("run"),
-        Some(&"acp") => Interface::Stdin("acp"),
-        Some(_) => Interface::Unknown,
+    if args.first() == Some(&"run") {
+        return one_shot("run");
+    }
+    let Ok(p) = argv::parse(args, &GOOSE) else { return Interface::Unknown };
+    match p.positionals.as_slice() {
+        [] | ["session"] => Interface::Terminal,
+        ["acp"] => Interface::Stdin("acp"),
+        _ => Interface::Unknown,
     }
 }
 
+/// Amazon Q's and Kiro's `chat` options, as far as they are known here.
+const Q_CHAT: Options = Options {
+    valued: &["--model", "--agent", "--profile", "--trust-tools"],
+    variadic: &[],
+    optional: &[],
+    switches: &["-r", "--resume", "-a", "--trust-all-tools", "--no-interactive", "--non-interactive", "-h", "--help"],
+};
+
 fn q_chat(args: &[&str]) -> Interface {
-    if let Some(w) = flag(args, &["--no-interactive", "--non-interactive"]) {
-        return one_shot(w);
+    if let Some(w) = argv::mentions(args, &["--no-interactive", "--non-interactive"]) {
+        return one_shot(&w);
     }
-    match positionals(args, &["--model", "--agent", "--profile"]).first() {
-        Some(&"chat") => Interface::Terminal,
+    let Ok(p) = argv::parse(args, &Q_CHAT) else { return Interface::Unknown };
+    match p.positionals.as_slice() {
+        ["chat"] => Interface::Terminal,
         _ => Interface::Unknown,
     }
 }
 
 fn cline(args: &[&str]) -> Interface {
     if args.is_empty() { Interface::Terminal } else { Interface::Unknown }
+}
+
+/// The terminal UI when every option is known and nothing else is given.
+fn terminal_if_bare(args: &[&str], opts: &Options) -> Interface {
+    match argv::parse(args, opts) {
+        Ok(p) if p.positionals.is_empty() => Interface::Terminal,
+        _ => Interface::Unknown,
+    }
 }
 
 #[cfg(test)]

@@ -76,6 +76,8 @@ impl World {
                 run_session: None,
                 run_host: None,
                 stdin: None,
+                // Answered: the stale rules weigh it (`stale.rs`).
+                listening: Some(crate::scan::Listening::No),
                 high_links: Vec::new(),
                 read_tick: 0,
             })),

@@ -60,7 +60,8 @@ const DETAILS_SETTLED_SECS: u64 = 1;
 
 /// Details taken over keep their fds (when the process had settled, see
 /// [`DETAILS_SETTLED_SECS`]), not the answer about who can still write to
-/// the stdin: a host drops its server's pipes without any process event, so
+/// the stdin nor whether it listens on a socket: a host drops its server's
+/// pipes (and opens and closes listeners) without any process event, so
 /// each scan asks again (a `poll` and a look at the holder's fd, for the
 /// live trees only: see `scan/link.rs`).
 pub(super) fn take_over_details(p: &mut Process) {
@@ -69,6 +70,7 @@ pub(super) fn take_over_details(p: &mut Process) {
     match p.details.as_mut() {
         Some(d) if d.read_tick.max(p.checked_tick).saturating_sub(start) >= tck * DETAILS_SETTLED_SECS => {
             d.stdin = None;
+            d.listening = None;
         }
         _ => p.details = None,
     }

@@ -55,6 +55,9 @@ pub struct Question {
     pub expected: Option<usize>,
     /// Where else to look for a holder when the expected one holds none.
     pub search: Vec<usize>,
+    /// Whether to read, too, if it listens on a socket (a host a `stale`
+    /// rule weighs: see `scan/listen.rs`).
+    pub channels: bool,
 }
 
 /// Last holder found per link (`pipe:[N]`, `socket:[N]`): its identity and
@@ -119,7 +122,16 @@ impl ProcFs {
     pub fn load_stdin(&self, snap: &mut Snapshot, questions: &[Question]) {
         let mut look = Look::default();
         for q in questions {
+            if q.channels {
+                let listening = self.listening(snap.procs[q.proc].id);
+                if let Some(d) = snap.procs[q.proc].details.as_mut() {
+                    d.listening = Some(listening);
+                }
+            }
             let p = &snap.procs[q.proc];
+            if p.details.as_ref().is_some_and(|d| d.stdin.is_some()) {
+                continue;
+            }
             let Some((fd, target)) =
                 p.details.as_ref().and_then(|d| d.transport_input()).map(|(fd, t)| (fd, t.clone()))
             else {

@@ -27,6 +27,7 @@ mod details;
 pub mod events;
 mod incremental;
 mod link;
+mod listen;
 mod netlink;
 pub mod parse;
 pub mod pressure;
@@ -45,8 +46,8 @@ pub use link::Question;
 pub use parse::{MemInfo, Rollup};
 pub use pressure::Pressure;
 pub use process::{
-    CgroupContainer, Context, Details, FdKind, FdTarget, HighLink, Holder, ProcState, Process, Snapshot, StdinEnd,
-    Transport, Unit, boot_tick,
+    CgroupContainer, Context, Details, FdKind, FdTarget, HighLink, Holder, Listening, ProcState, Process, Snapshot,
+    StdinEnd, Transport, Unit, boot_tick,
 };
 pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, Opened, ProcFs};
 pub use runtime::PodName;

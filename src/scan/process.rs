@@ -135,6 +135,17 @@ pub enum Holder {
     Unknown,
 }
 
+/// Whether a process listens on a socket of its own (`scan/listen.rs`):
+/// read only for the hosts a `stale` rule weighs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listening {
+    /// It does, on this (`TCP port 4500`, `unix socket /run/…`).
+    Yes(String),
+    No,
+    /// Could not tell, and why: unknown keeps.
+    Unknown(&'static str),
+}
+
 /// Second-tier facts, read only where a decision needs them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Details {
@@ -161,6 +172,8 @@ pub struct Details {
     pub run_host: Option<i32>,
     /// The far end of its stdin, when a decision needed it.
     pub stdin: Option<StdinEnd>,
+    /// Whether it listens on a socket, when a decision needed it.
+    pub listening: Option<Listening>,
     /// Pipes and sockets on fds 3 and up, read only when fd 0 is
     /// `/dev/null` (see [`Details::transport_fds`]).
     pub high_links: Vec<HighLink>,

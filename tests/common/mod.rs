@@ -261,6 +261,8 @@ pub struct Spec {
     stdin_leak: Option<Box<Spec>>,
     title: Vec<Value>,
     retitle: Vec<Value>,
+    out_file: Option<PathBuf>,
+    listen: bool,
 }
 
 impl Spec {
@@ -291,6 +293,8 @@ impl Spec {
             stdin_leak: None,
             title: Vec::new(),
             retitle: Vec::new(),
+            out_file: None,
+            listen: false,
         }
     }
 
@@ -432,6 +436,26 @@ impl Spec {
         self
     }
 
+    /// fd 0, 1 and 2 the parent's own: a launcher that relaunches itself
+    /// with its stdio passed through (Gemini CLI's outer node).
+    pub fn stdio_share(mut self) -> Spec {
+        self.stdio = "share";
+        self
+    }
+
+    /// fd 1 and fd 2 on `path` (appended): `> log 2>&1`, `nohup.out`.
+    pub fn out_file(mut self, path: &Path) -> Spec {
+        self.out_file = Some(path.to_path_buf());
+        self
+    }
+
+    /// Listens on a TCP socket on 127.0.0.1 (an ephemeral port) while it
+    /// lives: a host that also serves clients over the network.
+    pub fn listen(mut self) -> Spec {
+        self.listen = true;
+        self
+    }
+
     /// stdin on `/dev/null`, stdout the parent's own (fakeproc's old default).
     pub fn stdio_inherit(mut self) -> Spec {
         self.stdio = "inherit";
@@ -509,6 +533,8 @@ impl Spec {
             "stdin_leak": self.stdin_leak.as_ref().map(|h| h.to_json()),
             "title": self.title,
             "retitle": self.retitle,
+            "out_file": self.out_file,
+            "listen": self.listen,
         });
         // Only the switches that are set (fakeproc defaults the rest): a big
         // tree's spec must stay under the 128 KiB one environment string may hold.
