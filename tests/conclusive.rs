@@ -18,40 +18,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{
-    Sandbox, Spec, TempDir, alive, once_json, ppid_of, reaperctl, s, scan_json, text, tree_rooted_at, wait_until,
+    Sandbox, Spec, TempDir, alive, nothing_reaped, once_json, ppid_of, reaperctl, s, scan_json, text, tree_holding,
+    tree_rooted_at, wait_terminal_closed, wait_until,
 };
 use serde_json::Value;
 
 const SERVER: &[&str] = &["npx", "-y", "@playwright/mcp@latest"];
 
-/// Waits until `pid`'s fd 0 is a pseudo-terminal whose master is gone.
-fn terminal_closed(pid: i32) {
-    let ok = wait_until(Duration::from_secs(10), || {
-        std::fs::read_link(format!("/proc/{pid}/fd/0"))
-            .is_ok_and(|t| t.to_string_lossy().starts_with("/dev/pts/") && t.to_string_lossy().ends_with(" (deleted)"))
-    });
-    assert!(ok, "the terminal of {pid} never closed");
-}
-
 fn scan(sb: &Sandbox, cfg: &Path) -> Value {
     scan_json(cfg, &["--scope", &s(sb.scope_pid())])
-}
-
-/// The tree of `server` (whatever its root), from a scan.
-fn tree_of(v: &Value, server: i32) -> &Value {
-    v["trees"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["members"].as_array().unwrap().iter().any(|m| m["pid"] == server))
-        .unwrap_or_else(|| panic!("no tree holds {server}: {v:#}"))
-}
-
-/// Enforcing `--once` (scoped, grace 0) reaps nothing, and `pids` live on.
-fn nothing_reaped(sb: &Sandbox, cfg: &Path, pids: &[i32]) {
-    let v = once_json(sb.scope_pid(), cfg);
-    assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "{v:#}");
-    sb.assert_alive(pids);
 }
 
 /// `terminal` → `host` on a pty that closes after 100 ms → one server.
@@ -60,7 +35,7 @@ fn on_a_closing_terminal(host: &[&str]) -> (Sandbox, i32, i32) {
         Spec::new(&["xterm"]).child(Spec::new(host).stdio_pty().close_stdin_after(100).child(Spec::new(SERVER))),
     ]);
     let (h, server) = (sb.pid_of(host[0]), sb.pid_of("npx"));
-    terminal_closed(h);
+    wait_terminal_closed(h);
     (sb, h, server)
 }
 
@@ -72,7 +47,7 @@ fn a_windowed_host_whose_launching_terminal_closed_is_kept() {
         let (sb, h, server) = on_a_closing_terminal(host);
         let cfg = sb.dir().config(0, "");
         let v = scan(&sb, &cfg);
-        let t = tree_of(&v, server);
+        let t = tree_holding(&v, server);
         assert_eq!(t["verdict"], "live", "{host:?}: {t:#}");
         let suspect = t["suspect"].as_str().unwrap_or_default();
         assert!(suspect.contains("is gone") && suspect.contains("windowed app"), "{host:?}: {t:#}");
@@ -96,7 +71,7 @@ fn a_one_shot_run_backgrounded_from_a_closed_terminal_is_kept() {
         let (sb, h, server) = on_a_closing_terminal(host);
         let cfg = sb.dir().config(0, "");
         let v = scan(&sb, &cfg);
-        let t = tree_of(&v, server);
+        let t = tree_holding(&v, server);
         assert_eq!(t["verdict"], "live", "{host:?}: {t:#}");
         assert!(t["suspect"].as_str().unwrap_or_default().contains("one-shot run"), "{host:?}: {t:#}");
         nothing_reaped(&sb, &cfg, &[h, server]);
@@ -146,22 +121,31 @@ fn piped_one_shot_runs_whose_producer_ended_are_kept() {
     ] {
         let (sb, h, server) = adopted_with_a_dead_stdin(host);
         let cfg = sb.dir().config(0, "");
-        let t = tree_of(&scan(&sb, &cfg), server).clone();
+        let t = tree_holding(&scan(&sb, &cfg), server).clone();
         assert_eq!(t["verdict"], "live", "{host:?}: {t:#}");
         nothing_reaped(&sb, &cfg, &[h, server]);
     }
 }
 
 #[test]
-fn an_interactive_host_nobody_can_reach_any_more_is_still_stale() {
-    // `codex -p PROFILE` is `--profile`: no one-shot mode.
-    let (sb, h, server) = adopted_with_a_dead_stdin(&["codex", "-p", "work"]);
-    let cfg = sb.dir().config(0, "");
-    let v = scan(&sb, &cfg);
-    assert_eq!(tree_rooted_at(&v, h)["verdict"], "stale", "{v:#}");
-    let v = once_json(sb.scope_pid(), &cfg);
-    assert_eq!(v["outcomes"].as_array().unwrap().len(), 1, "{v:#}");
-    assert!(wait_until(Duration::from_secs(10), || !alive(h) && !alive(server)), "survived");
+fn a_host_driven_over_its_stdin_that_nobody_can_reach_any_more_is_still_stale() {
+    // Its stdin is its only channel (issue 32: a terminal UI's argv on a
+    // pipe is no terminal UI, and is kept: tests/state_not_text.rs).
+    for host in [
+        &["codex", "app-server"][..],
+        &["claude", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"],
+        &["gemini", "--acp"],
+    ] {
+        let (sb, h, server) = adopted_with_a_dead_stdin(host);
+        let cfg = sb.dir().config(0, "");
+        let v = scan(&sb, &cfg);
+        let t = tree_rooted_at(&v, h);
+        assert_eq!(t["verdict"], "stale", "{host:?}: {v:#}");
+        assert!(t["reason"].as_str().unwrap().contains("listens on no socket"), "{t:#}");
+        let v = once_json(sb.scope_pid(), &cfg);
+        assert_eq!(v["outcomes"].as_array().unwrap().len(), 1, "{v:#}");
+        assert!(wait_until(Duration::from_secs(10), || !alive(h) && !alive(server)), "{host:?} survived");
+    }
 }
 
 #[test]
@@ -189,7 +173,7 @@ fn a_host_under_a_live_run_wrapper_is_judged_under_a_live_parent() {
         let wrapper = ppid_of(h).unwrap();
         let cfg = sb.dir().config(0, "");
         let v = scan(&sb, &cfg);
-        let t = tree_of(&v, server);
+        let t = tree_holding(&v, server);
         assert_eq!(t["verdict"], "live", "{host:?}: {t:#}");
         nothing_reaped(&sb, &cfg, &[h, server, wrapper]);
     }
@@ -215,10 +199,10 @@ fn a_persons_pipeline_in_an_ide_terminal_is_theirs_not_the_ides() {
         // Until the pipe's writer is seen gone (the parent closes it at once).
         let settled = wait_until(Duration::from_secs(10), || {
             v = scan(&sb, &cfg);
-            tree_of(&v, server)["verdict"] != "live"
+            tree_holding(&v, server)["verdict"] != "live"
         });
         assert!(settled, "{v:#}");
-        let t = tree_of(&v, server);
+        let t = tree_holding(&v, server);
         assert_eq!(t["verdict"], "foreign", "{t:#}");
         assert!(t["reason"].as_str().unwrap().contains("interactive shell"), "{t:#}");
         nothing_reaped(&sb, &cfg, &[shell, server]);

@@ -424,6 +424,8 @@ mod corpus;
 #[cfg(test)]
 mod corpus_live;
 #[cfg(test)]
+mod corpus_mutants;
+#[cfg(test)]
 mod evidence_tests;
 #[cfg(test)]
 mod guard_tests;

@@ -65,15 +65,15 @@ impl Interface {
 }
 
 /// One host family: the program names it runs under, and its grammar.
-struct Grammar {
-    names: &'static [&'static str],
+pub(super) struct Grammar {
+    pub(super) names: &'static [&'static str],
     parse: fn(&[&str]) -> Interface,
 }
 
 /// Every host the reaper knows the modes of. Names are programs as
 /// `program::Program` identifies them (a node script's package, a native
 /// binary's file name).
-const TABLE: &[Grammar] = &[
+pub(super) const TABLE: &[Grammar] = &[
     // Claude Code: `-p`/`--print` is print mode (one-shot), anywhere on the
     // line, alone or in a cluster (`-cp`); `--input-format stream-json`
     // (the VS Code extension) is driven over stdin; Remote Control, cloud,

@@ -28,7 +28,10 @@ pub(super) fn pid(n: i32) -> Pid {
 
 impl World {
     pub(super) fn new() -> World {
-        let cfg = Config::from_str_with_default("test", "[reaper]\ngrace_secs = 0\n").unwrap();
+        // Compiled once: the generated corpora build thousands of worlds.
+        static CFG: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
+        let cfg =
+            CFG.get_or_init(|| Config::from_str_with_default("test", "[reaper]\ngrace_secs = 0\n").unwrap()).clone();
         let mut w = World {
             procs: Vec::new(),
             ctx: Context {

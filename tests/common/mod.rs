@@ -910,6 +910,33 @@ pub fn tree_rooted_at(v: &Value, root: i32) -> &Value {
         .unwrap_or_else(|| panic!("no tree rooted at {root}: {v:#}"))
 }
 
+/// The tree of a `scan --json` report that holds `pid` (whatever its root).
+pub fn tree_holding(v: &Value, pid: i32) -> &Value {
+    v["trees"]
+        .as_array()
+        .expect("trees is an array")
+        .iter()
+        .find(|t| t["members"].as_array().unwrap().iter().any(|m| m["pid"] == pid))
+        .unwrap_or_else(|| panic!("no tree holds {pid}: {v:#}"))
+}
+
+/// Waits until `pid`'s fd 0 is a pseudo-terminal whose master is gone.
+pub fn wait_terminal_closed(pid: i32) {
+    let ok = wait_until(Duration::from_secs(10), || {
+        std::fs::read_link(format!("/proc/{pid}/fd/0"))
+            .is_ok_and(|t| t.to_string_lossy().starts_with("/dev/pts/") && t.to_string_lossy().ends_with(" (deleted)"))
+    });
+    assert!(ok, "the terminal of {pid} never closed");
+}
+
+/// Enforcing `--once` (scoped to the sandbox, grace 0 in `cfg`) reaps
+/// nothing, and `pids` live on.
+pub fn nothing_reaped(sb: &Sandbox, cfg: &Path, pids: &[i32]) {
+    let v = once_json(sb.scope_pid(), cfg);
+    assert_eq!(v["outcomes"].as_array().unwrap().len(), 0, "{v:#}");
+    sb.assert_alive(pids);
+}
+
 /// The member `pid` of a tree.
 pub fn member(t: &Value, pid: i32) -> &Value {
     t["members"]
