@@ -19,6 +19,10 @@ use common::{Sandbox, Spec, alive, ppid_of, reaperctl, reaperd, s, scan_json, te
 use serde_json::Value;
 
 const CLAUDE: &[&str] = &["claude", "--resume"];
+/// A host driven over its stdin (the Agent SDK's claude): its stdin is its
+/// only channel, so an adopted one nobody writes to is stale (a terminal
+/// UI's argv on a pipe is not: tests/state_not_text.rs).
+const SDK_HOST: &[&str] = &["claude", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"];
 const PIPE_SERVER: &[&str] = &["node", "/srv/pipe-mcp/index.js"];
 const OTHER_SERVER: &[&str] = &["node", "/srv/other-mcp/index.js"];
 /// Something that started a host and went away (a terminal-less launcher).
@@ -259,7 +263,7 @@ fn adopted_host_whose_stdin_socket_peer_is_gone_is_stale_from_another_network_na
     if !own_network_namespace("adopted_host_whose_stdin_socket_peer_is_gone_is_stale_from_another_network_namespace") {
         return;
     }
-    let sb = adopted_host(Spec::new(CLAUDE).stdio_socket());
+    let sb = adopted_host(Spec::new(SDK_HOST).stdio_socket());
     let (host, server) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
     let cfg = sb.dir().config(0, "");
     let v = scan_until_in(Net::Own, &sb, &cfg, host, "stale");
@@ -279,7 +283,7 @@ fn reaped_as_stale(v: &Value, host: i32, server: i32) {
 
 #[test]
 fn adopted_host_without_terminal_whose_stdin_writer_is_gone_is_stale() {
-    let sb = adopted_host(Spec::new(CLAUDE));
+    let sb = adopted_host(Spec::new(SDK_HOST));
     let (host, server) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
     let cfg = sb.dir().config(0, "");
     let v = scan_until(&sb, &cfg, host, "stale");
@@ -293,7 +297,7 @@ fn adopted_host_without_terminal_whose_stdin_writer_is_gone_is_stale() {
 
 #[test]
 fn adopted_host_fed_by_a_live_pipeline_is_kept() {
-    let sb = adopted_host(Spec::new(CLAUDE).stdin_leak(Spec::new(&["producer", "--lines"])));
+    let sb = adopted_host(Spec::new(SDK_HOST).stdin_leak(Spec::new(&["producer", "--lines"])));
     let (host, server, producer) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")), sb.pid_of("producer"));
     let cfg = sb.dir().config(0, "");
     let v = scan(&sb, &cfg);
@@ -305,7 +309,7 @@ fn adopted_host_fed_by_a_live_pipeline_is_kept() {
 
 #[test]
 fn adopted_gui_style_host_with_dev_null_stdin_is_kept_with_its_servers() {
-    let sb = adopted_host(Spec::new(CLAUDE).stdio_null());
+    let sb = adopted_host(Spec::new(SDK_HOST).stdio_null());
     let (host, server) = (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")));
     let cfg = sb.dir().config(0, "");
     let v = scan(&sb, &cfg);
