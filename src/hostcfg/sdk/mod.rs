@@ -6,9 +6,12 @@
 //! What counts:
 //! - its entry — the script an interpreter runs, or the `-m` module's file
 //!   in its working directory — imports the server half of an MCP SDK
-//!   (Python `mcp.server…`, `fastmcp`, `FastMCP(`; TypeScript
-//!   `@modelcontextprotocol/sdk/server…`, `McpServer`,
-//!   `StdioServerTransport`, npm `fastmcp`);
+//!   (Python `mcp.server…`, `from fastmcp import FastMCP`, `fastmcp.…`;
+//!   TypeScript `@modelcontextprotocol/sdk/server…`,
+//!   `@modelcontextprotocol/server`, npm `fastmcp`). Only import statements
+//!   count ([`script`]), never a word in a string or a comment: a program
+//!   that sends a `fastmcp` notebook cell to its kernel is no server, and
+//!   `McpServer` or `FastMCP(` is no evidence unless imported from the SDK;
 //! - or that entry is its project's declared entry (`package.json` `main` or
 //!   `bin`; a `[project.scripts]` console script, or a `-m` module in the
 //!   project directory) and the project's manifest depends on the SDK;
@@ -17,9 +20,13 @@
 //! - a native program's binary is built with a Go SDK and links its server
 //!   ([`go`]); a `java` program's jar holds the Java SDK's server ([`java`]).
 //!
-//! A client (`mcp.client`, `stdio_client`, `ClientSession`,
-//! `@modelcontextprotocol/sdk/client`, `StdioClientTransport`) is a host's
-//! half, never a server, whatever else it imports. Only candidates are read:
+//! A script importing the client half (`mcp.client…`, `stdio_client`,
+//! `ClientSession`, the `Client` of `fastmcp` or of the SDK 2.x,
+//! `fastmcp.client…`, `@modelcontextprotocol/sdk/client…`) is a host's,
+//! never a server by its program, whatever else it imports: a proxy
+//! importing both halves is a client here, and only other evidence (a
+//! host's config naming it, the name patterns) can make it a server. Only
+//! candidates are read:
 //! processes in scope with a stdio transport — fds 0 and 1 both a pipe or a
 //! socket, or the Python SDK 2.x's pipes kept above fd 2
 //! ([`crate::scan::Details::transport_fds`]); one on `/dev/null` or a
@@ -46,8 +53,10 @@ mod binary;
 mod candidate;
 mod go;
 mod java;
+mod js;
 mod manifest;
 mod programs;
+mod python;
 mod script;
 #[cfg(test)]
 mod tests;

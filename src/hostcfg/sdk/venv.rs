@@ -150,34 +150,15 @@ fn absolute(name: &str, package: Option<&str>) -> Option<String> {
     Some(base.join("."))
 }
 
-/// The modules a Python file imports (`from . import x` as `.x`).
+/// The modules a Python file imports (`from . import x` as `.x`), by its
+/// import statements only ([`super::python`]).
 fn imports(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.starts_with('#'));
-    while let Some(first) = lines.next() {
-        let mut l = first.to_string();
-        // `from . import (a,\n    b)`: one statement.
-        if l.starts_with("from ") && l.contains('(') && !l.contains(')') {
-            for more in lines.by_ref().take(32) {
-                l.push(' ');
-                l.push_str(more);
-                if more.contains(')') {
-                    break;
-                }
-            }
-        }
-        let l = l.as_str();
-        if let Some(r) = l.strip_prefix("from ") {
-            let mut w = r.split_whitespace();
-            let (Some(m), Some("import")) = (w.next(), w.next()) else { continue };
-            if m.chars().all(|c| c == '.') {
-                let names = w.collect::<Vec<_>>().join(" ").replace(['(', ')'], " ");
-                out.extend(names.split(',').filter_map(|n| n.split_whitespace().next()).map(|n| format!("{m}{n}")));
-            } else {
-                out.push(m.to_string());
-            }
-        } else if let Some(r) = l.strip_prefix("import ") {
-            out.extend(r.split(',').filter_map(|n| n.split_whitespace().next()).map(str::to_string));
+    for i in super::python::imports(text) {
+        if i.module.bytes().all(|c| c == b'.') {
+            out.extend(i.names.iter().filter(|n| *n != "*").map(|n| format!("{}{n}", i.module)));
+        } else {
+            out.push(i.module);
         }
     }
     out.truncate(32);
@@ -198,5 +179,11 @@ mod tests {
         assert_eq!(package_of("weather", Path::new("/s/weather/__init__.py")), "weather");
         assert_eq!(package_of("weather.server", Path::new("/s/weather/server.py")), "weather");
         assert_eq!(module_file(Path::new("/"), "../etc"), None);
+    }
+
+    #[test]
+    fn an_import_in_a_string_or_a_comment_is_none() {
+        let text = "DOC = \"\"\"\nfrom weather.server import main\n\"\"\"\nhint = 'import forecast'\nfrom . import (  # the tools\n    tools,\n)\nimport os; import app.core as core\n";
+        assert_eq!(imports(text), [".tools", "os", "app.core"]);
     }
 }
