@@ -21,7 +21,7 @@ use serde_json::Value;
 const CLAUDE: &[&str] = &["claude", "--resume"];
 /// A host driven over its stdin (the Agent SDK's claude): its stdin is its
 /// only channel, so an adopted one nobody writes to is stale (a terminal
-/// UI's argv on a pipe is not: tests/state_not_text.rs).
+/// UI's argv on a pipe is not: `tests/state_not_text.rs`).
 const SDK_HOST: &[&str] = &["claude", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"];
 const PIPE_SERVER: &[&str] = &["node", "/srv/pipe-mcp/index.js"];
 const OTHER_SERVER: &[&str] = &["node", "/srv/other-mcp/index.js"];
