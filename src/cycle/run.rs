@@ -96,10 +96,12 @@ impl Cycle<'_> {
             .map_err(AssessError::Scan)
             .and_then(|snap| {
                 lap[0] = started.elapsed();
+                memory.book.lineage.note_moves(&snap);
                 assess_snapshot(procfs, cfg, scope, &memory.book, now, snap, started, pressure)
             })
             .and_then(|a| {
                 lap[1] = started.elapsed();
+                memory.book.lineage.watch(&a.snapshot, &a.forest, a.judgements.iter().map(|j| j.root));
                 plan_from(procfs, cfg, scope, &mut memory.book, now, a, pressure)
             });
         tracing::debug!(

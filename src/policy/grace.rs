@@ -6,14 +6,26 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::lineage::Lineage;
 use crate::ids::Identity;
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct GraceBook {
     first_seen: HashMap<Identity, SystemTime>,
     /// Roots that get no grace, and why (their host ended its session on
     /// purpose: `reaperctl session-end`). Held by the daemon, never saved.
     waived: HashMap<Identity, String>,
+    /// The parents the daemon saw change ([`Lineage`]). Held in memory,
+    /// never saved, and no change to save.
+    pub lineage: Lineage,
+}
+
+/// Equal when what is saved, and the waivers, are: the lineage changes at
+/// every scan and is never written.
+impl PartialEq for GraceBook {
+    fn eq(&self, other: &GraceBook) -> bool {
+        self.first_seen == other.first_seen && self.waived == other.waived
+    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -9,6 +9,7 @@ mod evidence;
 mod facts;
 pub(crate) mod grace;
 mod guard;
+pub mod lineage;
 mod modes;
 mod person;
 mod pressure;
@@ -239,7 +240,9 @@ fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs
         };
         return j;
     };
-    if let Some(how) = adopter(snap, forest, owner) {
+    if let Some(how) =
+        adopter(snap, forest, owner).or_else(|| lineage::adopted_by(snap, forest, &inp.grace.lineage, owner, root))
+    {
         if let Some(why) = namespace_own(snap, owner, root, &how) {
             j.reason = why;
             return j;
@@ -412,7 +415,7 @@ fn adopter(snap: &Snapshot, forest: &Forest, i: usize) -> Option<String> {
         return Some(format!("{}, PID 1 of its PID namespace ({})", name(p), namespace_of(d)));
     }
     if forest.role(i) == Role::Adopter {
-        return Some(name(p));
+        return Some(format!("{}, a subreaper by its identity", name(p)));
     }
     None
 }

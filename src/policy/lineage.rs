@@ -1,0 +1,150 @@
+//! Adoption seen happen (issue 33): the kernel changes a process's parent
+//! only when that parent exits and it is re-parented — to PID 1, to the
+//! nearest child subreaper (`systemd --user`, WSL2's `/init` relay,
+//! `conmon`, a container's init, any program that set
+//! `PR_SET_CHILD_SUBREAPER`). So a root whose parent changed was adopted,
+//! whoever adopted it, name or no name.
+//!
+//! The daemon remembers the parent of every process it may have to judge
+//! after its parent exits — every tree's root, every child of a host — and,
+//! at each scan, notes those whose parent is no longer that one. Held in
+//! memory only: what a restarted daemon did not see change, the session
+//! rule and the adopters' identities (`super::adopted_by`) still tell.
+
+use std::collections::HashMap;
+
+use crate::config::Role;
+use crate::ids::{Identity, Pid};
+use crate::names::name;
+use crate::scan::Snapshot;
+use crate::tree::Forest;
+
+/// How `owner` adopted `root`, when no identity says it adopts orphans:
+/// this daemon saw `root`'s parent change to it; or `root` inherited its
+/// session (it is no session leader) from a parent in another session
+/// than `owner`'s, so `owner` did not start it. Never a host (a host's own
+/// children are judged under it) nor a person's interactive shell.
+pub(super) fn adopted_by(
+    snap: &Snapshot,
+    forest: &Forest,
+    lineage: &Lineage,
+    owner: usize,
+    root: usize,
+) -> Option<String> {
+    if forest.role(owner) == Role::Host || super::person::interactive_shell(snap, owner).is_some() {
+        return None;
+    }
+    let (o, r) = (&snap.procs[owner], &snap.procs[root]);
+    if let Some(from) = lineage.adopted(r.id, o.pid()) {
+        return Some(format!(
+            "{}, which it was re-parented to when its parent (pid {from}) exited (seen by this daemon)",
+            name(o)
+        ));
+    }
+    // What a scan could not read of the owner (gone mid-scan, another
+    // namespace's init) says nothing.
+    if o.uid().is_none() || o.state.is_zombie() {
+        return None;
+    }
+    let (Some(rs), Some(os)) = (r.sid, o.sid) else { return None };
+    (rs != r.pid() && rs != os).then(|| {
+        format!(
+            "{}, which re-parented it: it kept the session (sid {rs}) of the parent that started it, not its \
+             adopter's (sid {os})",
+            name(o)
+        )
+    })
+}
+
+/// Processes watched at most: one entry each (a root, a host's child).
+const MAX_WATCHED: usize = 65_536;
+
+#[derive(Clone, Debug, Default)]
+pub struct Lineage {
+    /// The parent each watched process had when last seen.
+    parents: HashMap<Identity, Pid>,
+    /// Watched processes whose parent changed: (the parent that exited,
+    /// the one that adopted them).
+    moved: HashMap<Identity, (Pid, Pid)>,
+}
+
+impl Lineage {
+    /// Notes, before `snap` is judged, every watched process whose parent
+    /// changed since it was last seen; forgets what `snap` no longer holds.
+    pub fn note_moves(&mut self, snap: &Snapshot) {
+        for p in &snap.procs {
+            if let (Some(&was), Some(now)) = (self.parents.get(&p.id), p.ppid)
+                && was != now
+            {
+                self.moved.entry(p.id).or_insert((was, now));
+            }
+        }
+        self.moved.retain(|id, _| snap.get(id.pid).is_some_and(|p| p.id == *id));
+    }
+
+    /// Watches, after `snap` was judged, the parents of every tree's root
+    /// (`roots`) and of every child of a host.
+    pub fn watch(&mut self, snap: &Snapshot, forest: &Forest, roots: impl IntoIterator<Item = usize>) {
+        self.parents.clear();
+        let hosts_children =
+            (0..snap.len()).filter(|&i| forest.parent[i].is_some_and(|p| forest.role(p) == Role::Host));
+        for i in roots.into_iter().chain(hosts_children) {
+            if self.parents.len() >= MAX_WATCHED {
+                break;
+            }
+            if let Some(pp) = snap.procs[i].ppid {
+                self.parents.insert(snap.procs[i].id, pp);
+            }
+        }
+        self.parents.shrink_to(self.parents.len() * 2);
+    }
+
+    /// The parent `id` had before it was re-parented to `now`, if this
+    /// daemon saw that happen.
+    pub fn adopted(&self, id: Identity, now: Pid) -> Option<Pid> {
+        self.moved.get(&id).filter(|(_, to)| *to == now).map(|(from, _)| *from)
+    }
+
+    /// Records a move (tests).
+    #[cfg(test)]
+    pub fn record(&mut self, id: Identity, from: Pid, to: Pid) {
+        self.moved.insert(id, (from, to));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::{Context, Process};
+
+    #[test]
+    fn a_watched_process_whose_parent_changed_was_adopted() {
+        let snap = |server_parent: i32| {
+            Snapshot::from_processes(
+                vec![
+                    Process::synthetic(1, 0, 1, "/sbin/init"),
+                    Process::synthetic(33, 1, 2, "/init"),
+                    Process::synthetic(100, 33, 3, "claude"),
+                    Process::synthetic(200, server_parent, 4, "npx -y @playwright/mcp"),
+                ],
+                Context::default(),
+            )
+        };
+        let before = snap(100);
+        let cfg = crate::config::Config::embedded();
+        let forest = Forest::build(&before, &cfg.matcher, None);
+        let mut l = Lineage::default();
+        l.note_moves(&before);
+        l.watch(&before, &forest, []);
+        let server = before.procs[3].id;
+        assert_eq!(l.adopted(server, Pid::new(33).unwrap()), None);
+        // claude exited: its server is now /init's.
+        let after = snap(33);
+        l.note_moves(&after);
+        assert_eq!(l.adopted(server, Pid::new(33).unwrap()), Pid::new(100));
+        assert_eq!(l.adopted(server, Pid::INIT), None, "adopted by /init, not PID 1");
+        // Gone: forgotten.
+        l.note_moves(&Snapshot::from_processes(vec![], Context::default()));
+        assert_eq!(l.adopted(server, Pid::new(33).unwrap()), None);
+    }
+}
