@@ -37,9 +37,36 @@ fn high_links(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Vec<HighLink> {
             let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
             u32::from_str_radix(flags.trim(), 8).ok().map(|f| f & 3)
         });
-        out.push(HighLink { fd, target, access });
+        out.push(HighLink { fd, target, access, kin: false });
     }
     out
+}
+
+/// Descendants of a process looked at for the other ends of its pipes, at most.
+const MAX_KIN: usize = 64;
+
+/// Fds of a descendant looked at, at most.
+const KIN_FDS: usize = 256;
+
+/// The pipes on the fds of the process behind `dir`, with each one's access
+/// mode (0 read, 1 write, 2 both); `None` when its fd table cannot be read.
+fn pipe_ends(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Option<Vec<(String, u32)>> {
+    use rustix::fs::{Mode, OFlags};
+    let fds =
+        rustix::fs::openat(dir, "fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let entries = rustix::fs::Dir::read_from(&fds).ok()?;
+    let mut out = Vec::new();
+    for e in entries.flatten().take(KIN_FDS + 2) {
+        let Some(fd) = e.file_name().to_str().ok().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Some(target) = readlink_at(dir, &format!("fd/{fd}")).filter(|t| t.starts_with("pipe:[")) else { continue };
+        let access = read_at(dir, &format!("fdinfo/{fd}"), buf).ok().and_then(|()| {
+            let text = String::from_utf8_lossy(buf);
+            let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok().map(|f| f & 3)
+        });
+        out.push((target, access.unwrap_or(2)));
+    }
+    Some(out)
 }
 
 impl ProcFs {
@@ -73,6 +100,9 @@ impl ProcFs {
         }
         if d.fd_kind(0) == FdKind::Null {
             d.high_links = high_links(&dir, &mut buf);
+            if d.transport_fds().is_some_and(|t| t.input > 2) {
+                self.mark_kin(id.pid, &mut d);
+            }
         }
         if read_at(&dir, "cgroup", &mut buf).is_ok() {
             let text = String::from_utf8_lossy(&buf);
@@ -156,6 +186,42 @@ impl ProcFs {
             }
         }
     }
+
+    /// Marks the pipes above fd 2 of `pid` whose other end one of its
+    /// descendants (as the kernel lists its children: `task/*/children`,
+    /// so that every reader of details agrees) holds ([`HighLink::kin`]):
+    /// the read end of a pipe it
+    /// writes, the write end of one it reads. A child that inherited the
+    /// same ends as its parent (a forked server's) does not count. Past
+    /// [`MAX_KIN`] descendants, or where a descendant's fds cannot be read,
+    /// every pipe is marked: what cannot be ruled out keeps.
+    fn mark_kin(&self, pid: Pid, d: &mut Details) {
+        let Some(mut queue) = self.children(pid) else {
+            d.high_links.iter_mut().for_each(|h| h.kin = true);
+            return;
+        };
+        let mut seen = 0;
+        let mut buf = Vec::with_capacity(512);
+        while let Some(k) = queue.pop() {
+            seen += 1;
+            let held =
+                (seen <= MAX_KIN).then(|| self.open_pid_dir(k)).flatten().and_then(|dir| pipe_ends(&dir, &mut buf));
+            let Some(held) = held else {
+                d.high_links.iter_mut().for_each(|h| h.kin = true);
+                return;
+            };
+            for h in d.high_links.iter_mut().filter(|h| h.target.kind() == FdKind::Pipe) {
+                // Its other end: written by them when it reads, read when it writes.
+                let other = |a: u32| match h.access {
+                    Some(0) => a != 0,
+                    Some(1) => a != 1,
+                    _ => true,
+                };
+                h.kin |= held.iter().any(|(t, a)| *t == h.target.0 && other(*a));
+            }
+            queue.extend(self.children(k).into_iter().flatten());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -167,7 +233,7 @@ mod tests {
     }
 
     fn high(fd: u32, target: &str, access: u32) -> HighLink {
-        HighLink { fd, target: FdTarget(target.to_string()), access: Some(access) }
+        HighLink { fd, target: FdTarget(target.to_string()), access: Some(access), kin: false }
     }
 
     #[test]
@@ -201,5 +267,48 @@ mod tests {
         let dev_null_stderr = Details { fds: [null.clone(), null.clone(), null], ..v2 };
         assert_eq!(dev_null_stderr.transport_fds(), None);
         assert_eq!(Details::default().transport_fds(), None);
+    }
+
+    #[test]
+    fn pipes_to_its_own_children_are_no_transport() {
+        // `nohup python pipeline.py &`: the same layout, but its pipes lead
+        // to its worker pool and subprocesses (issue 32).
+        let null = Some(t("/dev/null"));
+        let log = Some(t("/home/u/pipeline.log"));
+        let mut kin = vec![high(3, "pipe:[7]", 0), high(4, "pipe:[8]", 1)];
+        for h in &mut kin {
+            h.kin = true;
+        }
+        let pipeline = Details { fds: [null, log.clone(), log], high_links: kin.clone(), ..Details::default() };
+        assert_eq!(pipeline.transport_fds(), None);
+        // One pair to its children, one from a host that died: that one.
+        let mut both = kin;
+        both.extend([high(5, "pipe:[9]", 0), high(6, "pipe:[10]", 1)]);
+        let mixed = Details { high_links: both, ..pipeline };
+        assert_eq!(mixed.transport_fds(), Some(Transport { input: 5, output: 6 }));
+    }
+
+    #[test]
+    fn a_real_childs_end_of_a_pipe_is_seen_as_kin() {
+        use crate::scan::ProcFs;
+        // This test process writes to a child's stdin and reads its stdout.
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let procfs = ProcFs::new("/proc");
+        let me = crate::ids::Pid::new(std::process::id().cast_signed()).unwrap();
+        let kid = crate::ids::Pid::new(child.id().cast_signed()).unwrap();
+        let fd_of = |f: &dyn std::os::fd::AsRawFd| f.as_raw_fd().cast_unsigned();
+        let (w, r) = (fd_of(child.stdin.as_ref().unwrap()), fd_of(child.stdout.as_ref().unwrap()));
+        let link = |fd: u32| t(&std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap().to_string_lossy());
+        let mut d = Details { high_links: vec![high(r, &link(r).0, 0), high(w, &link(w).0, 1)], ..Details::default() };
+        let _ = kid;
+        procfs.mark_kin(me, &mut d);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(d.high_links.iter().all(|h| h.kin), "{:?}", d.high_links);
     }
 }

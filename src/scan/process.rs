@@ -191,6 +191,10 @@ pub struct HighLink {
     /// `O_ACCMODE` of its `fdinfo` flags: 0 read, 1 write, 2 both; `None`
     /// when unreadable.
     pub access: Option<u32>,
+    /// Its other end is held by one of the process's own descendants (a
+    /// worker pool's queue, a subprocess's stdin or stdout), or that could
+    /// not be ruled out: a pipe of its own making, never a host's.
+    pub kin: bool,
 }
 
 /// The fds a stdio server's protocol runs over: what it reads requests
@@ -247,6 +251,11 @@ impl Details {
     /// (an event loop's wake-up, whose both ends it holds) is no transport.
     /// A batch job started `</dev/null` keeps its stdout apart from its
     /// stderr, or holds no such pipes: `None`, no transport — detached.
+    /// Nor is a pipe whose other end the process's own descendants hold
+    /// ([`HighLink::kin`]: `nohup python pipeline.py &` with its worker
+    /// pool and subprocesses): an SDK's transport leads to its host, so its
+    /// other ends are held outside the process's subtree, or by nobody once
+    /// the host is gone (issue 32).
     /// The fd the process reads its protocol from and where it points, when
     /// that is a pipe or socket: fd 0, else the pipe above fd 2 an SDK moved
     /// it to ([`Details::transport_fds`]).
@@ -275,7 +284,9 @@ impl Details {
         let pipe = |mode: u32| {
             self.high_links
                 .iter()
-                .filter(|h| h.target.kind() == FdKind::Pipe && h.access == Some(mode) && !held(&h.target, 1 - mode))
+                .filter(|h| {
+                    h.target.kind() == FdKind::Pipe && h.access == Some(mode) && !h.kin && !held(&h.target, 1 - mode)
+                })
                 .min_by_key(|h| h.fd)
         };
         let (input, output) = (pipe(0)?, pipe(1)?);
