@@ -204,16 +204,7 @@ fn bystanders_with_stdio_links_in_an_mcp_project_stay() {
 /// 4, fd 0 on /dev/null, fd 1 onto stderr; then busy (a blocking tool call).
 const V2_PY: &str = "import os, time\ntry:\n    from mcp.server.fastmcp import FastMCP\nexcept ImportError:\n    FastMCP = None\nrd, wr = os.dup(0), os.dup(1)\nnull = os.open(os.devnull, os.O_RDONLY)\nos.dup2(null, 0)\nos.close(null)\nos.dup2(2, 1)\nwhile True:\n    time.sleep(3600)\n";
 
-/// The system's interpreter, else PATH's (a pyenv shim execs the real
-/// one); `None` with the skip printed when there is none.
-fn python3(test: &str) -> Option<PathBuf> {
-    let system = Some(PathBuf::from("/usr/bin/python3")).filter(|p| p.is_file());
-    let found = system.or_else(|| common::find_tool("python3"));
-    if found.is_none() {
-        common::skip(test, "no python3 on PATH");
-    }
-    found
-}
+use common::python3;
 
 #[test]
 fn an_sdk_2_server_keeps_its_transport_above_fd_2_and_is_still_known() {

@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, in_any_tree, reaped_roots, s, wait_until};
+use common::{Sandbox, Spec, TempDir, alive, in_any_tree, reaped_roots, wait_until};
 use programs::{claim_pclntab_size, go_binary, zip};
 use serde_json::Value;
 
@@ -34,12 +34,7 @@ fn write(root: &Path, rel: &str, data: impl AsRef<[u8]>) -> PathBuf {
 // ------------------------------------------------------------ running
 
 fn json(dir: &TempDir, bin: &str, sb: &Sandbox, extra: &[&str]) -> Value {
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let scope = s(sb.scope_pid());
-    let mut args = extra.to_vec();
-    args.extend(["--json", "--scope", &scope]);
-    common::json_with_home(bin, &args, &dir.config(0, ""), &home)
+    common::json_in(dir, bin, sb, extra)
 }
 
 fn scan(dir: &TempDir, sb: &Sandbox) -> Value {

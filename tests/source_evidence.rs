@@ -22,7 +22,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, in_any_tree, reaped_roots, s, wait_until};
+use common::{Sandbox, Spec, TempDir, alive, in_any_tree, reaped_roots, wait_until};
 use serde_json::Value;
 
 const STUB_FASTMCP: &str = "class FastMCP:\n    def __init__(self, *args, **kwargs):\n        pass\n\n\nclass Client:\n    def __init__(self, *args, **kwargs):\n        pass\n";
@@ -57,23 +57,10 @@ fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
     p
 }
 
-/// The system's interpreter, else PATH's; `None` with the skip printed.
-fn python3(test: &str) -> Option<PathBuf> {
-    let system = Some(PathBuf::from("/usr/bin/python3")).filter(|p| p.is_file());
-    let found = system.or_else(|| common::find_tool("python3"));
-    if found.is_none() {
-        common::skip(test, "no python3 on PATH");
-    }
-    found
-}
+use common::python3;
 
 fn json(dir: &TempDir, bin: &str, sb: &Sandbox, extra: &[&str]) -> Value {
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let scope = s(sb.scope_pid());
-    let mut args = extra.to_vec();
-    args.extend(["--json", "--scope", &scope]);
-    common::json_with_home(bin, &args, &dir.config(0, ""), &home)
+    common::json_in(dir, bin, sb, extra)
 }
 
 /// The one sandbox process running `argv` in `cwd`.

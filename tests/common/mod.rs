@@ -1263,6 +1263,28 @@ impl Drop for PidNamespace {
     }
 }
 
+/// The system's interpreter, else PATH's (a pyenv shim execs the real
+/// one); `None` with the skip printed when there is none.
+pub fn python3(test: &str) -> Option<PathBuf> {
+    let system = Some(PathBuf::from("/usr/bin/python3")).filter(|p| p.is_file());
+    let found = system.or_else(|| find_tool("python3"));
+    if found.is_none() {
+        skip(test, "no python3 on PATH");
+    }
+    found
+}
+
+/// `bin EXTRA… --json --scope <the sandbox's>` with the default test config
+/// of `dir` and `$HOME` at `dir/home`: its JSON report.
+pub fn json_in(dir: &TempDir, bin: &str, sb: &Sandbox, extra: &[&str]) -> Value {
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let scope = s(sb.scope_pid());
+    let mut args = extra.to_vec();
+    args.extend(["--json", "--scope", &scope]);
+    json_with_home(bin, &args, &dir.config(0, ""), &home)
+}
+
 /// `bin ARGS… --config CFG` with `$HOME` set to `home`, asserting exit 0:
 /// its JSON report (a host's configs are read from the fixture's home).
 pub fn json_with_home(bin: &str, args: &[&str], cfg: &Path, home: &Path) -> Value {
