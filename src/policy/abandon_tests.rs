@@ -164,6 +164,7 @@ fn adopted_host_without_terminal_nobody_can_write_to_is_stale_with_its_servers()
     for (l, says) in [
         (crate::scan::Listening::Yes("TCP port 4500".into()), "listens on TCP port 4500"),
         (crate::scan::Listening::Unknown("x"), "whether claude"),
+        (crate::scan::Listening::Connected("a TCP connection to port 443".into()), "holds a TCP connection"),
     ] {
         let mut w = host_with_two_as(1, None, SDK);
         set_stdin(&mut w, 100, GONE);

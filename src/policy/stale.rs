@@ -7,7 +7,8 @@
 //! - **Unreachable**: no terminal anywhere on it, adopted by an init or a
 //!   service manager, and nobody can write to its stdin, which is its only
 //!   channel: driven over its stdin by its grammar (ACP, stream-json,
-//!   `codex app-server` without `--listen`), listening on no socket. The
+//!   `codex app-server` without `--listen`), listening on no socket and
+//!   holding no established TCP connection. The
 //!   stdin may reach it through a chain that only passes it on — a
 //!   launcher, Gemini CLI's relaunch parent, an ACP adapter that drives the
 //!   host over a pipe it alone writes — and then the evidence sits on the
@@ -61,7 +62,7 @@ pub(super) fn by_terminal(snap: &Snapshot, h: usize) -> Ruling {
     if m != Interface::Terminal {
         return Ruling::Suspect(format!("{why}, but {}", m.why_not(&name(host))));
     }
-    match other_channel(host, &r) {
+    match other_channel(host, &r, false) {
         Some(Ok(())) => Ruling::Stale(format!("{why}: it is a terminal UI, and that terminal was its stdin"), h),
         Some(Err(but)) => Ruling::Suspect(format!("{why}, but {but}")),
         None => Ruling::Pending,
@@ -129,7 +130,7 @@ pub(super) fn unreachable(snap: &Snapshot, forest: &Forest, h: usize) -> Ruling 
         }
     }
     for p in procs() {
-        match other_channel(p, &Reach::of(p)) {
+        match other_channel(p, &Reach::of(p), true) {
             Some(Ok(())) => {}
             Some(Err(but)) => return Ruling::Suspect(format!("{base}; but {but}")),
             None => return Ruling::Pending,
@@ -137,7 +138,8 @@ pub(super) fn unreachable(snap: &Snapshot, forest: &Forest, h: usize) -> Ruling 
     }
     Ruling::Stale(
         format!(
-            "{base}: nothing can reach it ({} is driven over its stdin: {how_driven}, and listens on no socket)",
+            "{base}: nothing can reach it ({} is driven over its stdin: {how_driven}, and listens on no socket and \
+             holds no TCP connection)",
             name(reader)
         ),
         front,
@@ -145,10 +147,15 @@ pub(super) fn unreachable(snap: &Snapshot, forest: &Forest, h: usize) -> Ruling 
 }
 
 /// `Ok` when `p` listens on no socket (its stdin or terminal is its only
-/// way in); `Err` says what else may reach it; `None`: not asked yet.
-fn other_channel(p: &Process, r: &Reach<'_>) -> Option<Result<(), String>> {
+/// way in) and, for the stdin rule (`connections`), holds no established
+/// TCP connection either: a host driven over its stdin may be driven over
+/// a connection too (Remote Control), or be busy with its model's API. `Err`
+/// says what else may reach it; `None`: not asked yet.
+fn other_channel(p: &Process, r: &Reach<'_>, connections: bool) -> Option<Result<(), String>> {
     Some(match r.listening? {
         Listening::No => Ok(()),
+        Listening::Connected(_) if !connections => Ok(()),
+        Listening::Connected(what) => Err(format!("{} holds {what}: it may be used through that", name(p))),
         Listening::Yes(what) => Err(format!("{} listens on {what}: it may be used through that", name(p))),
         Listening::Unknown(why) => Err(format!("whether {} listens on a socket is unknown ({why})", name(p))),
     })

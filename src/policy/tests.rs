@@ -254,6 +254,20 @@ fn dead_terminal_makes_the_host_and_its_subtree_stale() {
 }
 
 #[test]
+fn a_connection_alone_does_not_keep_a_dead_terminals_host() {
+    // A terminal UI busy with its model's API when its terminal died: the
+    // terminal was its only way in (only a listener is another).
+    let mut w = World::new();
+    let host = w.add(100, 1, "claude");
+    tty(host, "/dev/pts/4 (deleted)");
+    host.details.as_mut().unwrap().listening =
+        Some(crate::scan::Listening::Connected("a TCP connection to port 443".into()));
+    playwright_under(&mut w, 100);
+    let (v, root, _, reason) = w.one();
+    assert_eq!((v, root), (Verdict::Stale, 100), "{reason}");
+}
+
+#[test]
 fn dead_terminal_kept_when_stale_reaping_is_off() {
     let mut w = World::new().cfg("[reaper]\ngrace_secs = 0\nreap_stale_hosts = false\n");
     tty(w.add(100, 1, "claude"), "/dev/pts/4 (deleted)");

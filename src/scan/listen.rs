@@ -1,6 +1,8 @@
 //! Whether a process listens on a socket of its own: a way to reach it
 //! other than its terminal or its stdin (`codex app-server --listen
-//! ws://…`, a TUI's local server, a remote-control relay's local end).
+//! ws://…`, a TUI's local server); else whether it holds an established
+//! TCP connection (a relay driving it, Remote Control, or its model's API
+//! mid-turn).
 //! Read only for the hosts a `stale` rule weighs (issue 32): a host that
 //! serves another channel is never stale by its terminal or stdin.
 //!
@@ -32,6 +34,9 @@ const ACCEPTCON: u32 = 0x0001_0000;
 /// `TCP_LISTEN` in `/proc/net/tcp`'s `st` column.
 const TCP_LISTEN: &str = "0A";
 
+/// `TCP_ESTABLISHED` there.
+const TCP_ESTABLISHED: &str = "01";
+
 impl ProcFs {
     /// Whether `id` listens on a socket (see the module's header).
     pub fn listening(&self, id: Identity) -> Listening {
@@ -45,6 +50,7 @@ impl ProcFs {
         if inodes.is_empty() {
             return Listening::No;
         }
+        let mut connected = None;
         for (table, kind) in [("net/tcp", "TCP"), ("net/tcp6", "TCP"), ("net/unix", "unix")] {
             match read_at_most(&dir, table, &mut buf, MAX_TABLE) {
                 Ok(()) if buf.len() >= MAX_TABLE => {
@@ -60,8 +66,11 @@ impl ProcFs {
             if let Some(what) = found {
                 return Listening::Yes(what);
             }
+            if kind == "TCP" && connected.is_none() {
+                connected = tcp_connection(&text, &inodes);
+            }
         }
-        Listening::No
+        connected.map_or(Listening::No, Listening::Connected)
     }
 }
 
@@ -95,6 +104,18 @@ fn tcp_listener(text: &str, inodes: &HashSet<u64>) -> Option<String> {
     })
 }
 
+/// An established connection among `/proc/net/tcp{,6}`'s lines.
+fn tcp_connection(text: &str, inodes: &HashSet<u64>) -> Option<String> {
+    text.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let ino: u64 = f.get(9)?.parse().ok()?;
+        (f.get(3) == Some(&TCP_ESTABLISHED) && inodes.contains(&ino)).then(|| {
+            let port = f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()).unwrap_or(0);
+            format!("a TCP connection to port {port}")
+        })
+    })
+}
+
 /// `/proc/net/unix`: `Num RefCount Protocol Flags Type St Inode [Path]`.
 fn unix_listener(text: &str, inodes: &HashSet<u64>) -> Option<String> {
     text.lines().skip(1).find_map(|l| {
@@ -120,6 +141,8 @@ mod tests {
         assert_eq!(tcp_listener(tcp, &mine).as_deref(), Some("TCP port 4500"));
         let connected: HashSet<u64> = [4343].into();
         assert_eq!(tcp_listener(tcp, &connected), None, "an established connection is not a listener");
+        assert_eq!(tcp_connection(tcp, &connected).as_deref(), Some("a TCP connection to port 4500"));
+        assert_eq!(tcp_connection(tcp, &mine), None);
         let unix = "Num       RefCount Protocol Flags    Type St Inode Path\n0000000000000000: 00000002 00000000 00010000 0001 01 777 /run/user/1000/app.sock\n0000000000000000: 00000003 00000000 00000000 0001 03 778\n";
         assert_eq!(unix_listener(unix, &[777].into()).as_deref(), Some("unix socket /run/user/1000/app.sock"));
         assert_eq!(unix_listener(unix, &[778].into()), None, "a connected socket is not a listener");

@@ -141,6 +141,10 @@ pub enum Holder {
 pub enum Listening {
     /// It does, on this (`TCP port 4500`, `unix socket /run/…`).
     Yes(String),
+    /// It does not, but holds an established TCP connection (this one): a
+    /// client or relay may drive it through that (Remote Control), or it is
+    /// busy with its model's API.
+    Connected(String),
     No,
     /// Could not tell, and why: unknown keeps.
     Unknown(&'static str),
