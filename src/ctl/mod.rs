@@ -6,6 +6,7 @@ mod doctor;
 mod grace;
 mod history;
 mod hosts;
+mod platform;
 pub mod run;
 pub mod session_end;
 
@@ -73,9 +74,10 @@ pub enum Command {
     /// file and its drop-ins merged), each value with the file and line it
     /// comes from.
     Config(config_show::ConfigArgs),
-    /// Check what the reaper needs from this machine (privileges, pidfds,
-    /// process events, hidepid, cgroups, journald, memory pressure, engine
-    /// sockets, the daemon) and what each missing part costs.
+    /// Check what the reaper needs from this machine (the platform and who
+    /// adopts orphans there, privileges, pidfds, process events, hidepid,
+    /// cgroups, journald, memory pressure, engine sockets, the daemon) and
+    /// what each missing part costs.
     Doctor(doctor::DoctorArgs),
     /// What the running daemon sees and has done.
     Status {
