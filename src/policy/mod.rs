@@ -4,6 +4,7 @@
 mod abandon;
 mod argv;
 mod assessment;
+mod cli_options;
 mod duplicates;
 mod evidence;
 mod facts;

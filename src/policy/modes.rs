@@ -18,6 +18,9 @@
 //! a windowed app, an unknown mode are never stale) or keep a tree.
 
 use super::argv::{self, Options};
+use super::cli_options::{
+    CLAUDE, CLAUDE_ELSEWHERE, CODEX, CONTINUE, COPILOT, CRUSH, CURSOR_AGENT, GEMINI, GOOSE, OPENCODE, Q_CHAT,
+};
 use crate::scan::Process;
 
 /// What a host's user interface is.
@@ -181,122 +184,6 @@ fn one_shot(w: &str) -> Interface {
     Interface::OneShot(w.to_string())
 }
 
-/// Claude Code's options (`claude --help`, 2.1.x; commander). `--agents`,
-/// `--add-dir` and the other `<values...>` take every word up to the next
-/// option, as commander reads them.
-const CLAUDE: Options = Options {
-    valued: &[
-        "--agent",
-        "--agents",
-        "--append-system-prompt",
-        "--append-system-prompt-file",
-        "--autocompact",
-        "--debug-file",
-        "--effort",
-        "--environment",
-        "--fallback-model",
-        "--input-format",
-        "--json-schema",
-        "--max-budget-usd",
-        "--max-thinking-tokens",
-        "--max-turns",
-        "--model",
-        "-n",
-        "--name",
-        "--output-format",
-        "--permission-mode",
-        "--permission-prompt-tool",
-        "--permission-prompts",
-        "--plugin-dir",
-        "--plugin-url",
-        "--remote-control-session-name-prefix",
-        "--sdk-url",
-        "--session-id",
-        "--setting-sources",
-        "--settings",
-        "--system-prompt",
-        "--system-prompt-file",
-        "--system-prompt-snapshot",
-    ],
-    variadic: &[
-        "--add-dir",
-        "--allowedTools",
-        "--allowed-tools",
-        "--betas",
-        "--disallowedTools",
-        "--disallowed-tools",
-        "--file",
-        "--mcp-config",
-        "--tools",
-    ],
-    optional: &[
-        "--cloud",
-        "-d",
-        "--debug",
-        "--from-pr",
-        "--prompt-suggestions",
-        "--remote-control",
-        "-r",
-        "--resume",
-        "--teleport",
-        "-w",
-        "--worktree",
-    ],
-    switches: &[
-        "--allow-dangerously-skip-permissions",
-        "--ax-screen-reader",
-        "--bare",
-        "--bg",
-        "--background",
-        "--brief",
-        "--chrome",
-        "-c",
-        "--continue",
-        "--dangerously-skip-permissions",
-        "--debug-to-stderr",
-        "--desktop",
-        "--disable-slash-commands",
-        "--enable-auth-status",
-        "--exclude-dynamic-system-prompt-sections",
-        "--fork-session",
-        "--forward-subagent-text",
-        "-h",
-        "--help",
-        "--ide",
-        "--include-hook-events",
-        "--include-partial-messages",
-        "--no-chrome",
-        "--no-session-persistence",
-        "-p",
-        "--print",
-        "--replay-user-messages",
-        "--restricted",
-        "--safe-mode",
-        "--strict-mcp-config",
-        "--tmux",
-        "--verbose",
-        "-v",
-        "--version",
-    ],
-};
-
-/// Claude Code options whose session is used from elsewhere than its
-/// terminal or stdin: Remote Control (claude.ai/code), a cloud or teleport
-/// session, the desktop app, a background session, an SDK session over a
-/// WebSocket, a tmux session of its own.
-const CLAUDE_ELSEWHERE: &[&str] = &[
-    "--remote-control",
-    "--remote-control-session-name-prefix",
-    "--sdk-url",
-    "--cloud",
-    "--teleport",
-    "--environment",
-    "--desktop",
-    "--bg",
-    "--background",
-    "--tmux",
-];
-
 fn claude(args: &[&str]) -> Interface {
     if let Some(w) = argv::mentions(args, &["-p", "--print"]) {
         return one_shot(&w);
@@ -313,69 +200,6 @@ fn claude(args: &[&str]) -> Interface {
     // tell them apart.
     if p.positionals.is_empty() { Interface::Terminal } else { Interface::Unknown }
 }
-
-/// Codex's options (`codex --help`, `codex resume --help`, `codex
-/// app-server --help`, 0.1xx; clap): global ones and those of the
-/// subcommands read here, in one table.
-const CODEX: Options = Options {
-    valued: &[
-        "-c",
-        "--config",
-        "--enable",
-        "--disable",
-        "--remote",
-        "--remote-auth-token-env",
-        "-m",
-        "--model",
-        "--local-provider",
-        "--oss-provider",
-        "-p",
-        "--profile",
-        "-s",
-        "--sandbox",
-        "-C",
-        "--cd",
-        "--add-dir",
-        "-a",
-        "--ask-for-approval",
-        "--listen",
-        "--startup-client-info",
-        "--cloud-skills-snapshot",
-        "--code-mode-host",
-        "--ws-auth",
-        "--ws-token-file",
-        "--ws-token-sha256",
-        "--ws-shared-secret-file",
-        "--ws-issuer",
-        "--ws-audience",
-        "--ws-max-clock-skew-seconds",
-    ],
-    variadic: &["-i", "--image"],
-    optional: &[],
-    switches: &[
-        "--strict-config",
-        "--oss",
-        "--approve-for-me",
-        "--dangerously-bypass-approvals-and-sandbox",
-        "--dangerously-bypass-hook-trust",
-        "--full-auto",
-        "--worktree",
-        "--search",
-        "--no-alt-screen",
-        "--no-daemon",
-        "--last",
-        "--all",
-        "--include-non-interactive",
-        "--startup-sign-out",
-        "--print-startup-config",
-        "--stdio",
-        "--analytics-default-enabled",
-        "-h",
-        "--help",
-        "-V",
-        "--version",
-    ],
-};
 
 fn codex(args: &[&str]) -> Interface {
     // `exec` (`e`) and `review` anywhere: what follows them is theirs.
@@ -397,103 +221,6 @@ fn codex(args: &[&str]) -> Interface {
         Some(_) => Interface::Unknown,
     }
 }
-
-/// Gemini CLI's and Qwen Code's options (`gemini --help` 0.6x, `qwen
-/// --help`; yargs). Array options take every word up to the next option.
-const GEMINI: Options = Options {
-    valued: &[
-        "-i",
-        "--prompt-interactive",
-        "-m",
-        "--model",
-        "--approval-mode",
-        "--policy",
-        "--admin-policy",
-        "-o",
-        "--output-format",
-        "-r",
-        "--resume",
-        "--session-file",
-        "--session-id",
-        "--delete-session",
-        "--proxy",
-        "--telemetry-target",
-        "--telemetry-otlp-endpoint",
-        "--telemetry-otlp-protocol",
-        "--telemetry-outfile",
-        "--fallback-model",
-        "--system-prompt",
-        "--append-system-prompt",
-        "--output-style",
-        "--sandbox-image",
-        "--channel",
-        "--mcp-config",
-        "--openai-logging-dir",
-        "--openai-api-key",
-        "--openai-base-url",
-        "--input-format",
-        "--json-fd",
-        "--json-file",
-        "--json-schema",
-        "--input-file",
-        "--max-session-turns",
-        "--max-wall-time",
-        "--max-tool-calls",
-        "--max-subagent-depth",
-        "--auth-type",
-        "--replay-limit",
-    ],
-    variadic: &[
-        "-e",
-        "--extensions",
-        "--allowed-mcp-server-names",
-        "--allowed-tools",
-        "--include-directories",
-        "--add-dir",
-        "--core-tools",
-        "--exclude-tools",
-        "--disabled-slash-commands",
-    ],
-    optional: &["-w", "--worktree"],
-    switches: &[
-        "-d",
-        "--debug",
-        "--skip-trust",
-        "-s",
-        "--sandbox",
-        "-y",
-        "--yolo",
-        "--acp",
-        "--experimental-acp",
-        "-l",
-        "--list-extensions",
-        "--list-sessions",
-        "--screen-reader",
-        "--raw-output",
-        "--accept-raw-output-risk",
-        "-a",
-        "--all-files",
-        "--checkpointing",
-        "--show-memory-usage",
-        "--telemetry",
-        "--telemetry-log-prompts",
-        "--bare",
-        "--safe-mode",
-        "--insecure",
-        "--chat-recording",
-        "--experimental-lsp",
-        "--restore-ask-user-question",
-        "--openai-logging",
-        "--include-partial-messages",
-        "-c",
-        "--continue",
-        "--fork-session",
-        "-v",
-        "--version",
-        "-h",
-        "--help",
-    ],
-};
 
 fn gemini(args: &[&str]) -> Interface {
     if let Some(w) = argv::mentions(args, &["-p", "--prompt"]) {
@@ -517,40 +244,6 @@ fn gemini(args: &[&str]) -> Interface {
     }
 }
 
-/// opencode's and Kilo's options (`opencode --help`; yargs).
-const OPENCODE: Options = Options {
-    valued: &[
-        "-m",
-        "--model",
-        "-s",
-        "--session",
-        "--prompt",
-        "--agent",
-        "--log-level",
-        "--port",
-        "--hostname",
-        "--mdns-domain",
-        "--replay-limit",
-    ],
-    variadic: &["--cors"],
-    optional: &[],
-    switches: &[
-        "-h",
-        "--help",
-        "-v",
-        "--version",
-        "--print-logs",
-        "--pure",
-        "--mdns",
-        "-c",
-        "--continue",
-        "--fork",
-        "--auto",
-        "--mini",
-        "--no-replay",
-    ],
-};
-
 fn opencode(args: &[&str]) -> Interface {
     if args.first() == Some(&"run") || args.contains(&"run") {
         return one_shot("run");
@@ -566,76 +259,12 @@ fn opencode(args: &[&str]) -> Interface {
     }
 }
 
-/// Continue CLI's options (`cn --help`; commander).
-const CONTINUE: Options = Options {
-    valued: &[
-        "--config",
-        "--org",
-        "--rule",
-        "--mcp",
-        "--model",
-        "--prompt",
-        "--allow",
-        "--ask",
-        "--exclude",
-        "--agent",
-        "--format",
-        "--fork",
-    ],
-    variadic: &[],
-    optional: &[],
-    switches: &[
-        "-v",
-        "--version",
-        "--readonly",
-        "--auto",
-        "--verbose",
-        "--beta-status-tool",
-        "--silent",
-        "--resume",
-        "--beta-subagent-tool",
-        "-p",
-        "--print",
-        "-h",
-        "--help",
-    ],
-};
-
 fn continue_cli(args: &[&str]) -> Interface {
     if let Some(w) = argv::mentions(args, &["-p", "--print"]) {
         return one_shot(&w);
     }
     terminal_if_bare(args, &CONTINUE)
 }
-
-/// GitHub Copilot CLI's options, as far as they are known here.
-const COPILOT: Options = Options {
-    valued: &[
-        "--model",
-        "--log-level",
-        "--log-dir",
-        "--agent",
-        "--allow-tool",
-        "--deny-tool",
-        "--additional-mcp-config",
-    ],
-    variadic: &["--add-dir"],
-    optional: &["--resume"],
-    switches: &[
-        "--continue",
-        "--allow-all-tools",
-        "--allow-all-paths",
-        "--banner",
-        "--screen-reader",
-        "--no-color",
-        "--disable-builtin-mcps",
-        "--acp",
-        "-h",
-        "--help",
-        "-v",
-        "--version",
-    ],
-};
 
 fn copilot(args: &[&str]) -> Interface {
     if let Some(w) = argv::mentions(args, &["-p", "--prompt"]) {
@@ -648,14 +277,6 @@ fn copilot(args: &[&str]) -> Interface {
     if p.positionals.is_empty() { Interface::Terminal } else { Interface::Unknown }
 }
 
-/// Cursor CLI's options, as far as they are known here.
-const CURSOR_AGENT: Options = Options {
-    valued: &["--model", "--api-key", "--output-format"],
-    variadic: &[],
-    optional: &["--resume"],
-    switches: &["-f", "--force", "--browser", "--approve-mcps", "-h", "--help", "-v", "--version", "-p", "--print"],
-};
-
 fn cursor_agent(args: &[&str]) -> Interface {
     if let Some(w) = argv::mentions(args, &["-p", "--print"]) {
         return one_shot(&w);
@@ -663,38 +284,12 @@ fn cursor_agent(args: &[&str]) -> Interface {
     terminal_if_bare(args, &CURSOR_AGENT)
 }
 
-/// Crush's global options (cobra).
-const CRUSH: Options = Options {
-    valued: &["-c", "--cwd", "-D", "--data-dir"],
-    variadic: &[],
-    optional: &[],
-    switches: &["-d", "--debug", "-y", "--yolo", "-h", "--help", "-v", "--version"],
-};
-
 fn crush(args: &[&str]) -> Interface {
     if args.contains(&"run") {
         return one_shot("run");
     }
     terminal_if_bare(args, &CRUSH)
 }
-
-/// Goose's `session` options, as far as they are known here (clap).
-const GOOSE: Options = Options {
-    valued: &[
-        "-n",
-        "--name",
-        "--id",
-        "--path",
-        "--with-extension",
-        "--with-remote-extension",
-        "--with-streamable-http-extension",
-        "--with-builtin",
-        "--max-turns",
-    ],
-    variadic: &[],
-    optional: &[],
-    switches: &["-r", "--resume", "--debug", "-h", "--help"],
-};
 
 fn goose(args: &[&str]) -> Interface {
     if args.first() == Some(&"run") {
@@ -707,14 +302,6 @@ fn goose(args: &[&str]) -> Interface {
         _ => Interface::Unknown,
     }
 }
-
-/// Amazon Q's and Kiro's `chat` options, as far as they are known here.
-const Q_CHAT: Options = Options {
-    valued: &["--model", "--agent", "--profile", "--trust-tools"],
-    variadic: &[],
-    optional: &[],
-    switches: &["-r", "--resume", "-a", "--trust-all-tools", "--no-interactive", "--non-interactive", "-h", "--help"],
-};
 
 fn q_chat(args: &[&str]) -> Interface {
     if let Some(w) = argv::mentions(args, &["--no-interactive", "--non-interactive"]) {
