@@ -35,9 +35,14 @@ fn bystanders() -> Vec<Spec> {
 /// session leader, as in a terminal) → `server` on a socketpair; and the
 /// bystanders.
 fn world(subreaper: &str, server: Spec) -> Sandbox {
-    let mut top = Spec::new(&[subreaper]).subreaper().child(
-        Spec::new(&["xterm"]).child(Spec::new(&["claude", "--resume"]).stdio_pty().child(server.stdio_socket())),
-    );
+    world_of(subreaper, &["claude", "--resume"], server.stdio_socket())
+}
+
+/// [`world`] with another host, `server` wired as given.
+fn world_of(subreaper: &str, host: &[&str], server: Spec) -> Sandbox {
+    let mut top = Spec::new(&[subreaper])
+        .subreaper()
+        .child(Spec::new(&["xterm"]).child(Spec::new(host).stdio_pty().child(server)));
     for b in bystanders() {
         top = top.child(b);
     }
@@ -46,7 +51,8 @@ fn world(subreaper: &str, server: Spec) -> Sandbox {
 
 /// SIGKILLs the host and waits until `server` is the subreaper's.
 fn crash_host(sb: &Sandbox, subreaper: &str, server: i32) -> i32 {
-    let (host, sr) = (sb.pid_of("claude"), sb.pid_of(subreaper));
+    let host = sb.ready().iter().find(|r| r.pid == common::ppid_of(server).unwrap_or(0)).map_or(0, |r| r.pid);
+    let sr = sb.pid_of(subreaper);
     assert!(sb.is_descendant(host));
     sigkill(host);
     assert!(wait_until(Duration::from_secs(30), || ppid_of(server) == Some(sr)), "{server} was not adopted by {sr}");
@@ -73,6 +79,21 @@ fn a_crashed_hosts_server_adopted_by_an_unknown_subreaper_is_an_orphan_to_a_scan
     let reason = t["reason"].as_str().unwrap();
     assert!(reason.contains(&format!("adopted by relayd (pid {sr}), which re-parented it")), "{reason}");
     assert!(in_any_tree(&v, sb.pid_of("gopls")).is_none(), "a language server is no server tree: {v:#}");
+    let v = once_json(sb.scope_pid(), &cfg);
+    assert_eq!(v["outcomes"].as_array().unwrap().len(), 1, "{v:#}");
+    assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the orphan survived");
+    bystanders_kept(&sb, "relayd");
+}
+
+#[test]
+fn a_crashed_codexs_server_on_pipes_is_an_orphan_to_a_scan() {
+    // Codex: its servers on pipes, in its session.
+    let sb = world_of("relayd", &["codex"], Spec::new(SERVER));
+    let server = sb.pid_of("npx");
+    crash_host(&sb, "relayd", server);
+    let cfg = sb.dir().config(0, "");
+    let v = scan_json(&cfg, &["--scope", &s(sb.scope_pid())]);
+    assert_eq!(tree_holding(&v, server)["verdict"], "orphan", "{v:#}");
     let v = once_json(sb.scope_pid(), &cfg);
     assert_eq!(v["outcomes"].as_array().unwrap().len(), 1, "{v:#}");
     assert!(wait_until(Duration::from_secs(10), || !alive(server)), "the orphan survived");
