@@ -101,7 +101,7 @@ impl Cycle<'_> {
             })
             .and_then(|a| {
                 lap[1] = started.elapsed();
-                memory.book.lineage.watch(&a.snapshot, &a.forest, a.judgements.iter().map(|j| j.root));
+                memory.book.lineage.watch(&a.snapshot, &a.forest, a.judgements.iter().map(|j| (j.root, j.host)));
                 plan_from(procfs, cfg, scope, &mut memory.book, now, a, pressure)
             });
         tracing::debug!(

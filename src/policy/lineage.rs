@@ -72,23 +72,33 @@ impl Lineage {
     /// Notes, before `snap` is judged, every watched process whose parent
     /// changed since it was last seen; forgets what `snap` no longer holds.
     pub fn note_moves(&mut self, snap: &Snapshot) {
-        for p in &snap.procs {
-            if let (Some(&was), Some(now)) = (self.parents.get(&p.id), p.ppid)
+        // A look-up per watched process, not a pass over the table: this
+        // runs at every scan, up to a hundred a second under churn.
+        for (id, &was) in &self.parents {
+            if let Some(now) = snap.get(id.pid).filter(|p| p.id == *id).and_then(|p| p.ppid)
                 && was != now
             {
-                self.moved.entry(p.id).or_insert((was, now));
+                self.moved.entry(*id).or_insert((was, now));
             }
         }
         self.moved.retain(|id, _| snap.get(id.pid).is_some_and(|p| p.id == *id));
     }
 
     /// Watches, after `snap` was judged, the parents of every tree's root
-    /// (`roots`) and of every child of a host.
-    pub fn watch(&mut self, snap: &Snapshot, forest: &Forest, roots: impl IntoIterator<Item = usize>) {
+    /// and of every child of its host (`judged`: each tree's root and host).
+    pub fn watch(
+        &mut self,
+        snap: &Snapshot,
+        forest: &Forest,
+        judged: impl IntoIterator<Item = (usize, Option<usize>)>,
+    ) {
         self.parents.clear();
-        let hosts_children =
-            (0..snap.len()).filter(|&i| forest.parent[i].is_some_and(|p| forest.role(p) == Role::Host));
-        for i in roots.into_iter().chain(hosts_children) {
+        let mut watched = Vec::new();
+        for (root, host) in judged {
+            watched.push(root);
+            watched.extend(host.iter().flat_map(|&h| forest.children[h].iter().copied()));
+        }
+        for i in watched {
             if self.parents.len() >= MAX_WATCHED {
                 break;
             }
@@ -135,7 +145,7 @@ mod tests {
         let forest = Forest::build(&before, &cfg.matcher, None);
         let mut l = Lineage::default();
         l.note_moves(&before);
-        l.watch(&before, &forest, []);
+        l.watch(&before, &forest, [(3, Some(2))]);
         let server = before.procs[3].id;
         assert_eq!(l.adopted(server, Pid::new(33).unwrap()), None);
         // claude exited: its server is now /init's.

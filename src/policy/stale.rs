@@ -187,16 +187,16 @@ pub(super) fn chain(snap: &Snapshot, forest: &Forest, h: usize) -> Vec<usize> {
 /// What the stale rules need asked about host `h`: whether the processes
 /// they weigh listen on a socket, and the stdins of the chain above it.
 pub(super) fn questions(snap: &Snapshot, forest: &Forest, h: usize, out: &mut Vec<Question>) {
-    let mut ask = |proc: usize, expected: Option<usize>, stdin: bool| {
+    let mut ask = |proc: usize, expected: Option<usize>, stdin: bool, channels: bool| {
         let d = snap.procs[proc].details.as_deref();
-        let channels = d.is_some_and(|d| d.listening.is_none());
+        let channels = channels && d.is_some_and(|d| d.listening.is_none());
         let stdin = stdin && unanswered_link(&snap.procs[proc]);
         if (channels || stdin) && !out.iter().any(|q| q.proc == proc) {
             out.push(Question { proc, expected, search: Vec::new(), channels });
         }
     };
     if let Ruling::Pending = by_terminal(snap, h) {
-        ask(h, None, false);
+        ask(h, None, false, true);
     }
     if !matches!(Reach::of(&snap.procs[h]).terminal, Term::None) {
         return;
@@ -206,9 +206,16 @@ pub(super) fn questions(snap: &Snapshot, forest: &Forest, h: usize, out: &mut Ve
     if !adopted || !matches!(unreachable(snap, forest, h), Ruling::Pending) {
         return;
     }
-    ask(chain[0], None, true);
+    // The front's stdin first; the rest only once nobody writes to it (a
+    // host fed by a live script is asked about its stdin alone, at each
+    // scan, as before: its sockets' tables are read only when they decide).
+    if !matches!(Reach::of(&snap.procs[chain[0]]).stdin, Some(StdinEnd::Gone(_))) {
+        ask(chain[0], None, true, false);
+        return;
+    }
+    ask(chain[0], None, false, true);
     for pair in chain.windows(2) {
-        ask(pair[1], Some(pair[0]), !same_stdin(snap, pair[0], pair[1]));
+        ask(pair[1], Some(pair[0]), !same_stdin(snap, pair[0], pair[1]), true);
     }
 }
 
