@@ -49,15 +49,24 @@ const MAX_KIN: usize = 64;
 const KIN_FDS: usize = 256;
 
 /// The pipes on the fds of the process behind `dir`, with each one's access
-/// mode (0 read, 1 write, 2 both); `None` when its fd table cannot be read.
+/// mode (0 read, 1 write, 2 both or unknown). `None` when its fd table cannot
+/// be read, or holds more than [`KIN_FDS`] fds: an end it holds past them
+/// would be missed, and a missed end reads as a host's.
 fn pipe_ends(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Option<Vec<(String, u32)>> {
     use rustix::fs::{Mode, OFlags};
     let fds =
         rustix::fs::openat(dir, "fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
     let entries = rustix::fs::Dir::read_from(&fds).ok()?;
+    let mut numbers = Vec::new();
+    for e in entries {
+        let fd = e.ok()?.file_name().to_str().ok().and_then(|n| n.parse::<u32>().ok());
+        numbers.extend(fd);
+        if numbers.len() > KIN_FDS {
+            return None;
+        }
+    }
     let mut out = Vec::new();
-    for e in entries.flatten().take(KIN_FDS + 2) {
-        let Some(fd) = e.file_name().to_str().ok().and_then(|n| n.parse::<u32>().ok()) else { continue };
+    for fd in numbers {
         let Some(target) = readlink_at(dir, &format!("fd/{fd}")).filter(|t| t.starts_with("pipe:[")) else { continue };
         let access = read_at(dir, &format!("fdinfo/{fd}"), buf).ok().and_then(|()| {
             let text = String::from_utf8_lossy(buf);
@@ -67,6 +76,31 @@ fn pipe_ends(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Option<Vec<(String
         out.push((target, access.unwrap_or(2)));
     }
     Some(out)
+}
+
+/// The children of the process behind `dir` (`task/*/children`, every
+/// thread's), read through that directory so that a pid reused since the
+/// process was verified cannot stand in for it. `None` when this kernel has
+/// no such lists; empty when the process is gone.
+fn children_at(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Option<Vec<Pid>> {
+    use rustix::fs::{Mode, OFlags};
+    let Ok(tasks) =
+        rustix::fs::openat(dir, "task", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+    else {
+        return Some(Vec::new());
+    };
+    let Ok(entries) = rustix::fs::Dir::read_from(&tasks) else { return Some(Vec::new()) };
+    let tids: Vec<u32> =
+        entries.flatten().filter_map(|e| e.file_name().to_str().ok().and_then(|n| n.parse().ok())).collect();
+    let mut out = Vec::new();
+    let mut any_file = false;
+    for tid in tids {
+        if read_at(dir, &format!("task/{tid}/children"), buf).is_ok() {
+            any_file = true;
+            out.extend(String::from_utf8_lossy(buf).split_whitespace().filter_map(Pid::parse));
+        }
+    }
+    any_file.then_some(out)
 }
 
 impl ProcFs {
@@ -101,7 +135,7 @@ impl ProcFs {
         if d.fd_kind(0) == FdKind::Null {
             d.high_links = high_links(&dir, &mut buf);
             if d.transport_fds().is_some_and(|t| t.input > 2) {
-                self.mark_kin(id.pid, &mut d);
+                self.mark_kin(&dir, &mut d);
             }
         }
         if read_at(&dir, "cgroup", &mut buf).is_ok() {
@@ -187,26 +221,28 @@ impl ProcFs {
         }
     }
 
-    /// Marks the pipes above fd 2 of `pid` whose other end one of its
-    /// descendants (as the kernel lists its children: `task/*/children`,
-    /// so that every reader of details agrees) holds ([`HighLink::kin`]):
-    /// the read end of a pipe it
-    /// writes, the write end of one it reads. A child that inherited the
-    /// same ends as its parent (a forked server's) does not count. Past
-    /// [`MAX_KIN`] descendants, or where a descendant's fds cannot be read,
-    /// every pipe is marked: what cannot be ruled out keeps.
-    fn mark_kin(&self, pid: Pid, d: &mut Details) {
-        let Some(mut queue) = self.children(pid) else {
+    /// Marks the pipes above fd 2 of the process behind `dir` whose other
+    /// end one of its descendants holds ([`HighLink::kin`]): the write end of
+    /// a pipe it reads, the read end of one it writes. Descendants as the
+    /// kernel lists them (`task/*/children`), read now, so that every reader
+    /// of details agrees (the SDK candidate check reads details of its own)
+    /// and the re-check before a reap, which reads details afresh, sees the
+    /// tree as it is then. A child that inherited the same ends as its parent
+    /// (a forked server's) does not count. Past [`MAX_KIN`] descendants, or
+    /// where a descendant's fds or the children lists cannot be read, every
+    /// pipe is marked: what cannot be ruled out keeps.
+    fn mark_kin(&self, dir: &rustix::fd::OwnedFd, d: &mut Details) {
+        let mut buf = Vec::with_capacity(512);
+        let Some(mut queue) = children_at(dir, &mut buf) else {
             d.high_links.iter_mut().for_each(|h| h.kin = true);
             return;
         };
         let mut seen = 0;
-        let mut buf = Vec::with_capacity(512);
         while let Some(k) = queue.pop() {
             seen += 1;
-            let held =
-                (seen <= MAX_KIN).then(|| self.open_pid_dir(k)).flatten().and_then(|dir| pipe_ends(&dir, &mut buf));
-            let Some(held) = held else {
+            let kid = (seen <= MAX_KIN).then(|| self.open_pid_dir(k)).flatten();
+            let held = kid.as_ref().and_then(|kid| Some((pipe_ends(kid, &mut buf)?, children_at(kid, &mut buf)?)));
+            let Some((held, grandchildren)) = held else {
                 d.high_links.iter_mut().for_each(|h| h.kin = true);
                 return;
             };
@@ -219,7 +255,7 @@ impl ProcFs {
                 };
                 h.kin |= held.iter().any(|(t, a)| *t == h.target.0 && other(*a));
             }
-            queue.extend(self.children(k).into_iter().flatten());
+            queue.extend(grandchildren);
         }
     }
 }
@@ -227,6 +263,7 @@ impl ProcFs {
 #[cfg(test)]
 mod tests {
     use super::super::process::{Details, FdTarget, HighLink, Transport};
+    use super::{KIN_FDS, MAX_KIN};
 
     fn t(s: &str) -> FdTarget {
         FdTarget(s.to_string())
@@ -288,27 +325,128 @@ mod tests {
         assert_eq!(mixed.transport_fds(), Some(Transport { input: 5, output: 6 }));
     }
 
-    #[test]
-    fn a_real_childs_end_of_a_pipe_is_seen_as_kin() {
+    /// Pipes `a` and `b` and `sh -c SCRIPT` reading `a` on its stdin and
+    /// writing `b` on its stdout, with the other end of `a` on its fd 2 when
+    /// `hand_over` (else nobody holds it). Once `settled` (by pids, the
+    /// shell's and its descendants'), the shell's ends as [`HighLink`]s (3:
+    /// `a` read, 4: `b` written), marked by [`ProcFs::mark_kin`].
+    fn marked(script: &str, hand_over: bool, settled: &dyn Fn(&[u32]) -> bool) -> (Vec<HighLink>, std::process::Child) {
         use crate::scan::ProcFs;
-        // This test process writes to a child's stdin and reads its stdout.
-        let mut child = std::process::Command::new("sleep")
-            .arg("60")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        use std::os::fd::AsRawFd;
+        use std::time::{Duration, Instant};
+        let (ra, wa) = std::io::pipe().unwrap();
+        let (rb, wb) = std::io::pipe().unwrap();
+        let link = |fd: &dyn AsRawFd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+        let (a, b) = (link(&ra), link(&wb));
+        let stderr = if hand_over { wa.into() } else { std::process::Stdio::null() };
+        let sh = std::process::Command::new("sh").args(["-c", script]).stdin(ra).stdout(wb).stderr(stderr).spawn();
+        let sh = sh.unwrap();
+        drop(rb);
         let procfs = ProcFs::new("/proc");
-        let me = crate::ids::Pid::new(std::process::id().cast_signed()).unwrap();
-        let kid = crate::ids::Pid::new(child.id().cast_signed()).unwrap();
-        let fd_of = |f: &dyn std::os::fd::AsRawFd| f.as_raw_fd().cast_unsigned();
-        let (w, r) = (fd_of(child.stdin.as_ref().unwrap()), fd_of(child.stdout.as_ref().unwrap()));
-        let link = |fd: u32| t(&std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap().to_string_lossy());
-        let mut d = Details { high_links: vec![high(r, &link(r).0, 0), high(w, &link(w).0, 1)], ..Details::default() };
-        let _ = kid;
-        procfs.mark_kin(me, &mut d);
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(d.high_links.iter().all(|h| h.kin), "{:?}", d.high_links);
+        let pid = crate::ids::Pid::new(sh.id().cast_signed()).unwrap();
+        let dir = procfs.open_pid_dir(pid).unwrap();
+        let tree = || {
+            let mut all = vec![pid];
+            let mut i = 0;
+            while i < all.len() {
+                all.extend(procfs.children(all[i]).unwrap_or_default());
+                i += 1;
+            }
+            all.iter().map(|p| p.get().cast_unsigned()).collect::<Vec<u32>>()
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !settled(&tree()) {
+            assert!(Instant::now() < deadline, "{script}: never settled: {:?}", tree());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut d = Details {
+            high_links: vec![high(3, &a.to_string_lossy(), 0), high(4, &b.to_string_lossy(), 1)],
+            ..Details::default()
+        };
+        procfs.mark_kin(&dir, &mut d);
+        (d.high_links, sh)
+    }
+
+    /// Whether every process but the first (the shell) runs `sleep`.
+    fn sleeping(n: usize) -> impl Fn(&[u32]) -> bool {
+        move |tree: &[u32]| {
+            let sleeps = tree
+                .iter()
+                .skip(1)
+                .filter(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep\0")));
+            sleeps.count() == n
+        }
+    }
+
+    /// The shell and its descendants, ended (by pid: each is our own).
+    fn end(mut sh: std::process::Child) {
+        let procfs = crate::scan::ProcFs::new("/proc");
+        let mut below = vec![crate::ids::Pid::new(sh.id().cast_signed()).unwrap()];
+        let mut i = 0;
+        while i < below.len() {
+            below.extend(procfs.children(below[i]).unwrap_or_default());
+            i += 1;
+        }
+        for p in below.into_iter().skip(1) {
+            if let Some(p) = rustix::process::Pid::from_raw(p.get()) {
+                let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            }
+        }
+        let _ = sh.kill();
+        let _ = sh.wait();
+    }
+
+    fn kin(links: &[HighLink]) -> Vec<bool> {
+        links.iter().map(|h| h.kin).collect()
+    }
+
+    #[test]
+    fn only_a_descendant_holding_the_other_end_makes_a_pipe_kin() {
+        // The child's stdout is the same write end as the shell's (a fork's
+        // inherited ends); the other end of what the shell reads is held by
+        // nobody (a host that died): no kin, the transport stands.
+        let (links, sh) = marked("sleep 1000 & wait", false, &sleeping(1));
+        end(sh);
+        assert_eq!(kin(&links), [false, false], "{links:?}");
+        // Its child holds the write end of the pipe it reads (on fd 2).
+        let (links, sh) = marked("sleep 1000 & wait", true, &sleeping(1));
+        end(sh);
+        assert_eq!(kin(&links), [true, false], "{links:?}");
+        // Only a grandchild does: its child closed its copy.
+        let script = "sh -c 'sleep 1000 & exec 2>&-; wait' & wait";
+        let grandchild_only = |tree: &[u32]| {
+            tree.len() == 3
+                && std::fs::read(format!("/proc/{}/cmdline", tree[2])).is_ok_and(|c| c.starts_with(b"sleep\0"))
+                && std::fs::read_link(format!("/proc/{}/fd/2", tree[1])).is_err()
+        };
+        let (links, sh) = marked(script, true, &grandchild_only);
+        end(sh);
+        assert_eq!(kin(&links), [true, false], "{links:?}");
+    }
+
+    #[test]
+    fn what_cannot_be_read_whole_is_kin() {
+        // More descendants than are looked at: every pipe kin.
+        let script = format!("for i in $(seq {}); do sleep 1000 & done; wait", MAX_KIN + 1);
+        let (links, sh) = marked(&script, false, &sleeping(MAX_KIN + 1));
+        end(sh);
+        assert_eq!(kin(&links), [true, true], "{links:?}");
+        // A child holding the other end only past the fds looked at: not
+        // read in part, where that end would be missed and read as a host's.
+        if !std::path::Path::new("/bin/bash").exists() {
+            eprintln!("skipped the fd bound: no /bin/bash to open {KIN_FDS} fds");
+            return;
+        }
+        let fds = format!("for i in $(seq 3 {KIN_FDS}); do eval \"exec $i</dev/null\"; done");
+        let script = format!("/bin/bash -c '{fds}; exec {}>&2 2>/dev/null; exec sleep 1000' & wait", KIN_FDS + 10);
+        let far = format!("/proc/self/fd/{}", KIN_FDS + 10);
+        let far_end = move |tree: &[u32]| {
+            tree.len() == 2
+                && std::fs::read(format!("/proc/{}/cmdline", tree[1])).is_ok_and(|c| c.starts_with(b"sleep\0"))
+                && std::fs::read_link(far.replace("self", &tree[1].to_string())).is_ok()
+        };
+        let (links, sh) = marked(&script, true, &far_end);
+        end(sh);
+        assert_eq!(kin(&links), [true, true], "{links:?}");
     }
 }

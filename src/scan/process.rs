@@ -244,22 +244,6 @@ impl Details {
         self.fds.get(fd).and_then(Option::as_ref).map_or(FdKind::Unknown, FdTarget::kind)
     }
 
-    /// The fds its stdio transport runs over (issue 23). fds 0 and 1 when
-    /// both are a pipe or a socket. Else the layout of the MCP Python SDK
-    /// 2.x, which keeps the host's pipes on fds above 2 while serving and
-    /// points fd 0 at `/dev/null` and fd 1 at its stderr (so stray prints
-    /// cannot corrupt the protocol): fd 0 on `/dev/null`, fd 1 the same file
-    /// as fd 2 and not `/dev/null` (a daemon has `/dev/null` on all three),
-    /// and two distinct pipes above 2, one only read and one only written by
-    /// this process (the lowest of each, the first the SDK made). A self-pipe
-    /// (an event loop's wake-up, whose both ends it holds) is no transport.
-    /// A batch job started `</dev/null` keeps its stdout apart from its
-    /// stderr, or holds no such pipes: `None`, no transport — detached.
-    /// Nor is a pipe whose other end the process's own descendants hold
-    /// ([`HighLink::kin`]: `nohup python pipeline.py &` with its worker
-    /// pool and subprocesses): an SDK's transport leads to its host, so its
-    /// other ends are held outside the process's subtree, or by nobody once
-    /// the host is gone (issue 32).
     /// The fd the process reads its protocol from and where it points, when
     /// that is a pipe or socket: fd 0, else the pipe above fd 2 an SDK moved
     /// it to ([`Details::transport_fds`]).
@@ -271,6 +255,27 @@ impl Details {
         self.high_links.iter().find(|h| h.fd == input).map(|h| (input, &h.target))
     }
 
+    /// The fds its stdio transport runs over (issue 23). fds 0 and 1 when
+    /// both are a pipe or a socket. Else the layout of the MCP Python SDK
+    /// 2.x, which keeps the host's pipes on fds above 2 while serving and
+    /// points fd 0 at `/dev/null` and fd 1 at its stderr (so stray prints
+    /// cannot corrupt the protocol): fd 0 on `/dev/null`, fd 1 the same file
+    /// as fd 2 and not `/dev/null` (a daemon has `/dev/null` on all three),
+    /// and two distinct pipes above 2, one only read and one only written by
+    /// this process (the lowest of each, the first the SDK made). A self-pipe
+    /// (an event loop's wake-up, whose both ends it holds) is no transport.
+    /// A batch job started `</dev/null` keeps its stdout apart from its
+    /// stderr, or holds no such pipes: `None`, no transport — detached.
+    ///
+    /// That layout alone is no evidence: `nohup python pipeline.py &` with a
+    /// worker pool and subprocesses on pipes has it too (issue 32). A
+    /// transport's other ends are its host's: held outside the process's
+    /// subtree while the host lives, by nobody once it died. A pipe whose
+    /// other end one of its own descendants holds ([`HighLink::kin`], looked
+    /// up when the details are read: the write end of a pipe it reads, the
+    /// read end of one it writes) it made for its children, and is never a
+    /// transport; the same ends held by a child it forked are no evidence
+    /// either way.
     pub fn transport_fds(&self) -> Option<Transport> {
         if self.fd_kind(0).is_link() && self.fd_kind(1).is_link() {
             return Some(Transport { input: 0, output: 1 });

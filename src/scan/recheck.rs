@@ -143,6 +143,19 @@ mod tests {
         for p in [b, me] {
             judged_marked.get_mut(p).expect("read").comm = "as-judged".into();
         }
+        // A member judged on a moved transport (its pipes' other ends held
+        // by nobody then): whatever its children hold now is read again.
+        let stale = crate::scan::process::Details {
+            high_links: vec![crate::scan::process::HighLink {
+                fd: 3,
+                target: crate::scan::FdTarget("pipe:[1]".into()),
+                access: Some(0),
+                kin: false,
+            }],
+            read_tick: procfs.now_tick(),
+            ..Default::default()
+        };
+        judged_marked.get_mut(f).expect("read").details = Some(Box::new(stale));
         // The forker forks; the quitter exits.
         writeln!(forker.stdin.as_mut().unwrap()).unwrap();
         drop(quitter.stdin.take());
@@ -153,6 +166,7 @@ mod tests {
         let fresh = procfs.recheck(judged_marked, [f, q]).unwrap_or_else(|_| panic!("children lists were there"));
         let c = fresh.get(child).expect("the child forked since is read");
         assert_eq!(c.ppid, Some(f));
+        assert!(fresh.get(f).expect("member").details.is_none(), "a member's details are read again");
         assert!(fresh.get(q).is_none(), "the member that exited is gone");
         assert_eq!(fresh.get(b).expect("bystander").comm, "as-judged", "the rest is taken over");
         assert_ne!(fresh.get(me).expect("the chain above").comm, "as-judged", "the chain above is read again");
