@@ -92,27 +92,25 @@ fn socket_inodes(dir: &OwnedFd) -> Option<HashSet<u64>> {
     Some(out)
 }
 
-/// `/proc/net/tcp{,6}`: `sl local rem st … uid timeout inode …`.
+/// A listening socket of the process among `/proc/net/tcp{,6}`'s lines.
 fn tcp_listener(text: &str, inodes: &HashSet<u64>) -> Option<String> {
-    text.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let ino: u64 = f.get(9)?.parse().ok()?;
-        (f.get(3) == Some(&TCP_LISTEN) && inodes.contains(&ino)).then(|| {
-            let port = f[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()).unwrap_or(0);
-            format!("TCP port {port}")
-        })
-    })
+    tcp_socket(text, inodes, TCP_LISTEN, 1).map(|port| format!("TCP port {port}"))
 }
 
-/// An established connection among `/proc/net/tcp{,6}`'s lines.
+/// An established connection of the process among them.
 fn tcp_connection(text: &str, inodes: &HashSet<u64>) -> Option<String> {
+    tcp_socket(text, inodes, TCP_ESTABLISHED, 2).map(|port| format!("a TCP connection to port {port}"))
+}
+
+/// `/proc/net/tcp{,6}`: `sl local rem st … uid timeout inode …`. The port of
+/// the address in column `addr` (1 local, 2 remote) of the first of the
+/// process's sockets in state `st`.
+fn tcp_socket(text: &str, inodes: &HashSet<u64>, st: &str, addr: usize) -> Option<u16> {
     text.lines().skip(1).find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         let ino: u64 = f.get(9)?.parse().ok()?;
-        (f.get(3) == Some(&TCP_ESTABLISHED) && inodes.contains(&ino)).then(|| {
-            let port = f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()).unwrap_or(0);
-            format!("a TCP connection to port {port}")
-        })
+        (f.get(3) == Some(&st) && inodes.contains(&ino))
+            .then(|| f[addr].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()).unwrap_or(0))
     })
 }
 
