@@ -25,9 +25,13 @@ const OUTSIDE: &str = r#"set -eu
 R="$DIR/root"
 mkdir -p "$R"
 mount -t tmpfs wsl "$R"
-for d in bin sbin lib lib32 lib64 libx32 usr etc dev sys tmp work root run var opt home; do
-  if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$R/$d"
-  elif [ -d "/$d" ]; then mkdir "$R/$d"; mount --rbind "/$d" "$R/$d"
+# Every top-level directory but /proc: wherever the clone and its target
+# are (a CI runner checks out under a directory of its own).
+for p in /*; do
+  d=${p#/}
+  [ "$d" = proc ] && continue
+  if [ -L "$p" ]; then ln -s "$(readlink "$p")" "$R/$d"
+  elif [ -d "$p" ]; then mkdir "$R/$d"; mount --rbind "$p" "$R/$d"
   fi
 done
 mkdir "$R/proc"; mount -t proc proc "$R/proc"

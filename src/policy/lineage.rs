@@ -46,14 +46,30 @@ pub(super) fn adopted_by(
     if o.uid().is_none() || o.state.is_zombie() {
         return None;
     }
-    let (Some(rs), Some(os)) = (r.sid, o.sid) else { return None };
-    (rs != r.pid() && rs != os).then(|| {
+    // A session whose leader is outside our PID namespace reads as 0
+    // (`None`): in a container whose processes came from `docker exec`, or
+    // under a CI runner's namespace. It is still a session, and not one
+    // whose leader we see: two sessions differ when one is seen and the
+    // other not; when neither is seen, nothing tells.
+    let (rs, os) = (r.sid, o.sid);
+    let other = match (rs, os) {
+        (Some(a), Some(b)) => a != b,
+        (None, None) => false,
+        _ => true,
+    };
+    (rs != Some(r.pid()) && other).then(|| {
         format!(
-            "{}, which re-parented it: it kept the session (sid {rs}) of the parent that started it, not its \
-             adopter's (sid {os})",
-            name(o)
+            "{}, which re-parented it: it kept the session ({}) of the parent that started it, not its adopter's \
+             ({})",
+            name(o),
+            session(rs),
+            session(os)
         )
     })
+}
+
+fn session(sid: Option<Pid>) -> String {
+    sid.map_or_else(|| "one led outside this PID namespace".to_string(), |s| format!("sid {s}"))
 }
 
 /// Processes watched at most: one entry each (a root, a host's child).

@@ -188,6 +188,36 @@ fn orphan_adopted_by_a_user_subreaper() {
     assert!(reason.contains("systemd --user (pid 812)"), "{reason}");
 }
 
+/// A server that kept its dead host's session, under a subreaper no list
+/// knows (`relayd`): its adopter did not start it.
+fn kept_session_under_relayd(relayd_sid: Option<i32>, server_sid: Option<i32>) -> (Verdict, String) {
+    let mut w = World::new();
+    w.add(33, 1, "relayd").sid = relayd_sid.map(pid);
+    let s = w.add(200, 33, "npx -y @playwright/mcp@latest");
+    s.sid = server_sid.map(pid);
+    s.pgid = server_sid.map(pid);
+    let (v, _, _, reason) = w.one();
+    (v, reason)
+}
+
+#[test]
+fn a_server_that_kept_its_dead_hosts_session_was_adopted_by_whoever_holds_it() {
+    let (v, reason) = kept_session_under_relayd(Some(30), Some(100));
+    assert_eq!(v, Verdict::Orphan, "{reason}");
+    assert!(reason.contains("kept the session (sid 100)") && reason.contains("(sid 30)"), "{reason}");
+    // relayd's session led from outside our PID namespace (a CI runner's,
+    // `docker exec`'s): still another session than the server's.
+    let (v, reason) = kept_session_under_relayd(None, Some(100));
+    assert_eq!(v, Verdict::Orphan, "{reason}");
+    assert!(reason.contains("not its adopter's (one led outside this PID namespace)"), "{reason}");
+    // The same session, or neither seen, or a server that leads its own:
+    // nothing says who started it.
+    for (r, s) in [(Some(100), Some(100)), (None, None), (Some(30), Some(200))] {
+        let (v, reason) = kept_session_under_relayd(r, s);
+        assert_eq!(v, Verdict::Foreign, "{r:?} {s:?}: {reason}");
+    }
+}
+
 #[test]
 fn live_host_with_terminal_keeps_its_servers() {
     let mut w = World::new();
