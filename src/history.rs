@@ -23,8 +23,23 @@ pub const FILE_NAME: &str = "history.json";
 /// About 500 bytes each: a ledger of a few MiB, rewritten only after a
 /// cycle that reaped, holds months of a busy desktop's reaps.
 pub const MAX_ENTRIES: usize = 5000;
-/// Far more than [`MAX_ENTRIES`] entries take: a bigger file is not ours.
+/// The ledger as written, whatever users named their processes: the
+/// oldest entries go first past it (issue 34: a user's 3 KB `argv[0]`s
+/// grew it by 360 KB a tree, until it passed the read limit, was declared
+/// corrupt and the lifetime totals reset).
+pub const MAX_BYTES: usize = 4 << 20;
+/// Far more than [`MAX_BYTES`]: a bigger file is not ours. Above it only
+/// because ledgers written before the bound may be larger; they are cut to
+/// the bounds at their next write.
 const MAX_SIZE: u64 = 64 << 20;
+/// An entry keeps this many of its members' programs by name, each cut to
+/// [`NAME_WIDTH`] characters; the rest are counted and digested.
+pub const MAX_PROGRAMS: usize = 8;
+pub const NAME_WIDTH: usize = 64;
+/// Texts of an entry that carry what users chose (a reason names their
+/// processes, a container its image, an error a path).
+const TEXT_WIDTH: usize = 1024;
+const MAX_LIST: usize = 16;
 const VERSION: u32 = 1;
 
 /// The ledger beside a state file.
@@ -41,9 +56,17 @@ pub struct Entry {
     pub root_pid: i32,
     pub root_start_time: u64,
     pub root_cmd: String,
-    /// The programs of its members, each once, in tree order.
+    /// The programs of its members, each once, in tree order: the first
+    /// [`MAX_PROGRAMS`], each cut to [`NAME_WIDTH`].
     #[serde(default)]
     pub programs: Vec<String>,
+    /// Distinct programs beyond those named.
+    #[serde(default)]
+    pub programs_more: usize,
+    /// FNV-1a (64-bit, hex) of those programs' names, in tree order: two
+    /// entries with the same digest ended the same programs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_digest: Option<String>,
     /// Owner of the root.
     #[serde(default)]
     pub uid: Option<u32>,
@@ -79,7 +102,7 @@ impl Entry {
     /// The entry for one outcome; `programs` and `uid` come from the
     /// judgement the outcome's order came from.
     pub fn new(o: &Outcome, programs: Vec<String>, uid: Option<u32>, at_unix: u64) -> Entry {
-        Entry {
+        let e = Entry {
             at_unix,
             verdict: o.verdict,
             reason: o.reason.clone(),
@@ -98,8 +121,50 @@ impl Entry {
             mem_available_delta: o.mem_available_delta,
             containers: o.containers.clone(),
             errors: o.errors.clone(),
-        }
+            programs_more: 0,
+            programs_digest: None,
+        };
+        e.bounded()
     }
+
+    /// The entry within its bounds, whatever users named their processes,
+    /// containers and images: a few programs by name (the rest counted and
+    /// digested), texts cut, lists cut. Applied to what is read too, so a
+    /// ledger written before the bounds is cut at its next write.
+    pub fn bounded(mut self) -> Entry {
+        if self.programs.len() > MAX_PROGRAMS {
+            let rest = self.programs.split_off(MAX_PROGRAMS);
+            self.programs_more += rest.len();
+            let digest = rest.iter().fold(FNV_OFFSET, |h, name| fnv1a(fnv1a(h, name.as_bytes()), &[0]));
+            self.programs_digest = Some(format!("{digest:016x}"));
+        }
+        for p in &mut self.programs {
+            crate::names::cut(p, NAME_WIDTH);
+        }
+        for t in [&mut self.reason, &mut self.root_cmd] {
+            crate::names::cut(t, TEXT_WIDTH);
+        }
+        self.signals.truncate(MAX_LIST);
+        self.errors.truncate(MAX_LIST);
+        self.containers.truncate(MAX_LIST);
+        for e in &mut self.errors {
+            crate::names::cut(e, TEXT_WIDTH);
+        }
+        for c in &mut self.containers {
+            c.bound(TEXT_WIDTH);
+        }
+        self
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// The entries for a cycle's outcomes; `a` is the judgement their orders
@@ -151,14 +216,27 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// Adds entries (and counts them), dropping the oldest beyond the bound.
+    /// Adds entries (and counts them), dropping the oldest beyond the
+    /// bounds: [`MAX_ENTRIES`], and [`MAX_BYTES`] as written.
     pub fn push(&mut self, entries: impl IntoIterator<Item = Entry>) {
         for e in entries {
+            let e = e.bounded();
             self.lifetime.since_unix.get_or_insert(e.at_unix);
             self.lifetime.totals.add(&e);
             self.entries.push(e);
         }
-        let over = self.entries.len().saturating_sub(MAX_ENTRIES);
+        let mut over = self.entries.len().saturating_sub(MAX_ENTRIES);
+        // Newest first: what the newest `keep` entries take as written.
+        let mut bytes = 256;
+        let keep = self.entries[over..]
+            .iter()
+            .rev()
+            .take_while(|e| {
+                bytes += serde_json::to_vec(e).map_or(MAX_BYTES, |v| v.len() + 1);
+                bytes <= MAX_BYTES
+            })
+            .count();
+        over = self.entries.len() - keep;
         if over > 0 {
             self.entries.drain(..over);
             self.lifetime.dropped += over as u64;
@@ -242,7 +320,9 @@ pub fn load(path: &Path) -> Result<Option<Ledger>, ReadError> {
     if bytes.len() as u64 > MAX_SIZE {
         return Err(ReadError::Corrupt(format!("larger than {} MiB", MAX_SIZE >> 20)));
     }
-    let ledger: Ledger = serde_json::from_slice(&bytes).map_err(|e| ReadError::Corrupt(e.to_string()))?;
+    let mut ledger: Ledger = serde_json::from_slice(&bytes).map_err(|e| ReadError::Corrupt(e.to_string()))?;
+    drop(bytes);
+    ledger.entries = std::mem::take(&mut ledger.entries).into_iter().map(Entry::bounded).collect();
     if ledger.version != VERSION {
         return Err(ReadError::Corrupt(format!("unsupported history version {}", ledger.version)));
     }
@@ -303,7 +383,73 @@ mod tests {
             mem_available_delta: None,
             containers: vec![],
             errors: vec![],
+            programs_more: 0,
+            programs_digest: None,
         }
+    }
+
+    /// A tree of 120 members, each with a distinct 3 KB program name.
+    fn hostile(at: u64, seed: u64) -> Entry {
+        let mut e = entry(at, true);
+        e.programs = (0..120).map(|i| format!("{seed}-{i}-{}", "x".repeat(3000))).collect();
+        e.members = 120;
+        e
+    }
+
+    #[test]
+    fn an_entry_keeps_a_few_names_whatever_the_tree() {
+        let e = hostile(1, 0).bounded();
+        assert_eq!((e.programs.len(), e.programs_more), (MAX_PROGRAMS, 120 - MAX_PROGRAMS));
+        assert!(e.programs.iter().all(|p| p.chars().count() == NAME_WIDTH && p.ends_with('…')));
+        assert_eq!(e.members, 120, "the count is kept");
+        assert!(serde_json::to_vec(&e).unwrap().len() < 2048);
+        // The digest tells the same programs from others, not their order in the file.
+        assert_eq!(e.programs_digest, hostile(2, 0).bounded().programs_digest);
+        assert_ne!(e.programs_digest, hostile(2, 1).bounded().programs_digest);
+        // Bounding twice changes nothing.
+        assert_eq!(e.clone().bounded(), e);
+    }
+
+    #[test]
+    fn hostile_trees_reaped_200_times_leave_a_small_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        for i in 0..200 {
+            append(&path, vec![hostile(i, i)]).unwrap();
+        }
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size < 200 * 2048, "{size} bytes for 200 entries");
+        let l = load(&path).unwrap().unwrap();
+        assert_eq!((l.entries.len(), l.lifetime.totals.trees_reaped), (200, 200));
+    }
+
+    #[test]
+    fn the_ledger_stays_within_its_bytes_and_keeps_counting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let mut big = entry(0, true);
+        big.reason = "r".repeat(5000);
+        big.errors = vec!["e".repeat(5000); 40];
+        let per = serde_json::to_vec(&big.clone().bounded()).unwrap().len();
+        let n = MAX_BYTES / per + 50;
+        let (l, _) = append(&path, (0..n as u64).map(|i| Entry { at_unix: i, ..big.clone() }).collect()).unwrap();
+        let size = usize::try_from(std::fs::metadata(&path).unwrap().len()).unwrap();
+        assert!(size <= MAX_BYTES, "{size}");
+        assert!(l.dropped >= 50, "{}", l.dropped);
+        assert_eq!(l.totals.trees_reaped, n as u64, "the totals count what was dropped");
+        assert_eq!(load(&path).unwrap().unwrap().entries.last().unwrap().at_unix, n as u64 - 1, "the newest kept");
+    }
+
+    #[test]
+    fn a_ledger_written_before_the_bounds_is_cut_when_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let old = Ledger { version: VERSION, lifetime: Lifetime::default(), entries: vec![hostile(1, 0)] };
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        let l = load(&path).unwrap().unwrap();
+        assert_eq!(l.entries[0].programs.len(), MAX_PROGRAMS);
+        append(&path, vec![entry(2, true)]).unwrap();
+        assert!(std::fs::metadata(&path).unwrap().len() < 4096);
     }
 
     #[test]

@@ -110,6 +110,16 @@ pub fn short_cmd(p: &Process, max: usize) -> String {
     }
 }
 
+/// `s` cut in place to `max` characters, the last one an ellipsis.
+pub fn cut(s: &mut String, max: usize) {
+    if let Some((at, _)) = s.char_indices().nth(max.saturating_sub(1))
+        && s.chars().nth(max).is_some()
+    {
+        s.truncate(at);
+        s.push('…');
+    }
+}
+
 /// A nested PID namespace, for reasons: its container when the cgroup names
 /// one (`container docker 0123456789ab`; for a Kubernetes pod's
 /// `container containerd 0123456789ab (agent) in pod agents/session-7f9c`,

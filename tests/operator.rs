@@ -242,6 +242,43 @@ fn what_once_and_the_daemon_reap_is_in_the_history_and_outlives_a_restart() {
     assert!(!bad.status.success() && text(&bad.stderr).contains("unknown unit"), "{}", text(&bad.stderr));
 }
 
+/// Issue 34: a user names each process of an orphaned tree with a distinct
+/// 3 KB `argv[0]` (120 members); reaped again and again, each entry of the
+/// ledger stays a few names long, the rest counted.
+#[test]
+fn a_tree_of_long_distinct_names_adds_a_bounded_entry_each_time_it_is_reaped() {
+    let dir = TempDir::new("operator-ledger");
+    let cfg = dir.config(0, "");
+    let ledger = dir.path().join("history.json");
+    let mut sizes = Vec::new();
+    for round in 0..3 {
+        // The names are made below the server (the harness passes its specs
+        // in one environment variable, which holds at most 128 KiB).
+        let spawn = format!(
+            "n=$(head -c 3000 /dev/zero | tr '\\0' n); for i in $(seq 118); do (exec -a \"w{round}-$i-$n\" sleep 600) & done; \
+             until [ \"$(ls /proc/$$/task/$$/children >/dev/null && wc -w < /proc/$$/task/$$/children)\" -ge 118 ]; do \
+             sleep 0.05; done; echo spawned > {}; wait",
+            dir.path().join(format!("spawned-{round}")).display()
+        );
+        let server = Spec::new(NPM_PLAYWRIGHT).child(Spec::new(&["bash", "-c", &spawn]).real());
+        let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(server)]);
+        let marker = dir.path().join(format!("spawned-{round}"));
+        assert!(wait_until(Duration::from_secs(120), || marker.exists()), "the 118 names were not spawned");
+        sb.kill_host(sb.pid_of("claude"));
+        let once = common::once_json(sb.scope_pid(), &cfg);
+        assert_eq!(once["outcomes"][0]["members"], 120, "{once:#}");
+        sizes.push(std::fs::metadata(&ledger).map(|m| m.len()).unwrap_or_else(|e| panic!("{e}: {once:#}")));
+    }
+    let grown: Vec<u64> = sizes.windows(2).map(|w| w[1] - w[0]).collect();
+    // Before the bound each of these grew the ledger by about 360 KB.
+    assert!(grown.iter().all(|&g| g < 2048), "bytes per reaped tree: {sizes:?}");
+    let h = history(&cfg, &[]);
+    let e = &h["entries"][2];
+    assert_eq!(e["members"], 120, "{e:#}");
+    assert_eq!(e["programs"].as_array().map(Vec::len), Some(8), "{e:#}");
+    assert!(e["programs_more"].as_u64().is_some_and(|n| n > 100), "{e:#}");
+}
+
 // ------------------------------------------------------------------ config
 
 /// `key = value` lines without their comments.

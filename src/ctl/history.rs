@@ -106,7 +106,9 @@ pub fn render(v: &View, since: Option<Duration>) -> String {
         } else {
             "PARTLY"
         };
-        let programs = if e.programs.is_empty() { String::new() } else { format!(" [{}]", e.programs.join(", ")) };
+        let more = if e.programs_more == 0 { String::new() } else { format!(", +{} more", e.programs_more) };
+        let programs =
+            if e.programs.is_empty() { String::new() } else { format!(" [{}{more}]", e.programs.join(", ")) };
         let _ = writeln!(o, "{}  {what} {} root={} {}{programs}", utc(e.at_unix), e.verdict, e.root_pid, e.root_cmd);
         let mut detail = format!(
             "{} process(es), {} returned, signals {}",

@@ -46,11 +46,11 @@ pub(super) fn adopted_by(
     if o.uid().is_none() || o.state.is_zombie() {
         return None;
     }
-    // A session whose leader is outside our PID namespace reads as 0
-    // (`None`): in a container whose processes came from `docker exec`, or
-    // under a CI runner's namespace. It is still a session, and not one
-    // whose leader we see: two sessions differ when one is seen and the
-    // other not; when neither is seen, nothing tells.
+    // Session 0 (`None`) is one no process here leads: the kernel's first,
+    // kept by everything a PID 1 that never called setsid starts (a CI
+    // runner, a container's init), or one led outside our PID namespace
+    // (`docker exec`'s). It is still a session: two differ when one is
+    // seen and the other not; when neither is, nothing tells.
     let (rs, os) = (r.sid, o.sid);
     let other = match (rs, os) {
         (Some(a), Some(b)) => a != b,
@@ -69,7 +69,7 @@ pub(super) fn adopted_by(
 }
 
 fn session(sid: Option<Pid>) -> String {
-    sid.map_or_else(|| "one led outside this PID namespace".to_string(), |s| format!("sid {s}"))
+    sid.map_or_else(|| "sid 0, which no process here leads".to_string(), |s| format!("sid {s}"))
 }
 
 /// Processes watched at most: one entry each (a root, a host's child).

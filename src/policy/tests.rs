@@ -205,11 +205,11 @@ fn a_server_that_kept_its_dead_hosts_session_was_adopted_by_whoever_holds_it() {
     let (v, reason) = kept_session_under_relayd(Some(30), Some(100));
     assert_eq!(v, Verdict::Orphan, "{reason}");
     assert!(reason.contains("kept the session (sid 100)") && reason.contains("(sid 30)"), "{reason}");
-    // relayd's session led from outside our PID namespace (a CI runner's,
-    // `docker exec`'s): still another session than the server's.
+    // relayd in session 0 (a CI runner's under a PID 1 that never called
+    // setsid; one led outside our PID namespace): still another session.
     let (v, reason) = kept_session_under_relayd(None, Some(100));
     assert_eq!(v, Verdict::Orphan, "{reason}");
-    assert!(reason.contains("not its adopter's (one led outside this PID namespace)"), "{reason}");
+    assert!(reason.contains("not its adopter's (sid 0, which no process here leads)"), "{reason}");
     // The same session, or neither seen, or a server that leads its own:
     // nothing says who started it.
     for (r, s) in [(Some(100), Some(100)), (None, None), (Some(30), Some(200))] {

@@ -73,6 +73,14 @@ pub struct ContainerOutcome {
 }
 
 impl ContainerOutcome {
+    /// Its texts (the engine's, named by users) cut to `width` characters.
+    pub fn bound(&mut self, width: usize) {
+        let texts = [self.id.as_mut(), self.name.as_mut(), Some(&mut self.image), self.note.as_mut()];
+        for t in texts.into_iter().flatten() {
+            crate::names::cut(t, width);
+        }
+    }
+
     /// Whether the engine ended a running container.
     pub fn stopped(&self) -> bool {
         matches!(self.ended, Ended::Stopped | Ended::Killed)
