@@ -27,8 +27,15 @@ pub fn terminal_width() -> Option<usize> {
     rustix::termios::tcgetwinsize(&out).ok().map(|w| w.ws_col as usize).filter(|&w| w >= 40)
 }
 
+/// Columns a line is cut to when stdout is not a terminal: a pipe or a file
+/// gets every tree, but not a user's 3 KB command line in full (`--json`
+/// has it).
+const PIPE_WIDTH: usize = 200;
+/// Members listed per tree; the rest are counted (`--json` lists them).
+const MAX_MEMBERS: usize = 40;
+
 fn cut(s: &str, width: Option<usize>, used: usize) -> String {
-    match width {
+    match width.or(Some(PIPE_WIDTH)) {
         Some(w) if used + s.chars().count() > w => {
             let keep = w.saturating_sub(used + 1);
             let mut out: String = s.chars().take(keep).collect();
@@ -114,7 +121,7 @@ pub fn render_report(
                 "PID", "USER", "AGE", "RSS+SWAP", "ROLE:PROGRAM"
             );
             let depths: Vec<usize> = t.members.iter().map(|m| m.depth).collect();
-            for (k, m) in t.members.iter().enumerate() {
+            for (k, m) in t.members.iter().enumerate().take(MAX_MEMBERS) {
                 let user =
                     m.uid.map_or_else(|| "?".into(), |u| users.get(&u).cloned().unwrap_or_else(|| u.to_string()));
                 let user: String = user.chars().take(9).collect();
@@ -136,6 +143,15 @@ pub fn render_report(
                     // Why a process with no MCP-like name is a server.
                     let _ = writeln!(out, "    {:>7} ↳ {}", m.pid, cut(&super::printable(rule), width, 14));
                 }
+            }
+            if let Some(rest) = t.members.get(MAX_MEMBERS..).filter(|r| !r.is_empty()) {
+                let mem: u64 = rest.iter().map(|m| m.rss_bytes + m.swap_bytes).sum();
+                let _ = writeln!(
+                    out,
+                    "    … and {} more process(es) in this tree, {} (`reaperctl scan --json` lists them all)",
+                    rest.len(),
+                    bytes(mem)
+                );
             }
             for c in &t.containers {
                 let _ = writeln!(out, "    {}", cut(&super::printable(&c.plan), width, 4));

@@ -11,6 +11,9 @@ fn p(s: &str) -> String {
     crate::names::printable(s).into_owned()
 }
 
+/// Trees (and duplicate groups) listed at most.
+const MAX_TREES: usize = 50;
+
 /// The human view of `reaperctl status`.
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
@@ -43,10 +46,8 @@ pub fn render(s: &Status) -> String {
     counts.sort_unstable();
     let counts: Vec<String> = counts.iter().map(|(v, n)| format!("{n} {v}")).collect();
     let _ = writeln!(o, "trees:    {}", if counts.is_empty() { "none".into() } else { counts.join(", ") });
-    for t in &s.trees {
-        tree(&mut o, t);
-    }
-    for d in &s.duplicates {
+    trees(&mut o, &s.trees);
+    for d in s.duplicates.iter().take(MAX_TREES) {
         let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             o,
@@ -165,6 +166,16 @@ fn pressure(p: &PressureStatus) -> String {
     }
 }
 
+/// Bounded, whatever users start: the rest are in `--json`.
+fn trees(o: &mut String, trees: &[super::status::TreeStatus]) {
+    for t in trees.iter().take(MAX_TREES) {
+        tree(o, t);
+    }
+    if let Some(more) = trees.len().checked_sub(MAX_TREES).filter(|&n| n > 0) {
+        let _ = writeln!(o, "  … and {more} more tree(s) (`reaperctl status --json` lists them all)");
+    }
+}
+
 fn tree(o: &mut String, t: &super::status::TreeStatus) {
     let left = t.grace_left_secs.map(|l| format!(" ({:.0}s left)", l.ceil())).unwrap_or_default();
     let _ = writeln!(
@@ -178,5 +189,23 @@ fn tree(o: &mut String, t: &super::status::TreeStatus) {
     );
     if let Some(s) = &t.suspect {
         let _ = writeln!(o, "            suspect, kept: {}", p(s));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_with_many_trees_lists_fifty() {
+        let t: crate::report::status::TreeStatus = serde_json::from_value(serde_json::json!({
+            "verdict": "live", "reap": false, "root": 7, "members": 1, "memory_bytes": 1, "root_cmd": "npx x",
+            "reason": "r"
+        }))
+        .expect("a tree status");
+        let mut text = String::new();
+        trees(&mut text, &vec![t; 120]);
+        assert_eq!(text.lines().filter(|l| l.contains("npx x")).count(), MAX_TREES, "{text}");
+        assert!(text.contains("… and 70 more tree(s)"), "{text}");
     }
 }
