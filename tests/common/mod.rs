@@ -9,6 +9,9 @@
 
 #![allow(dead_code)] // each test crate uses its own subset
 
+pub mod reachable;
+pub mod skips;
+
 use std::collections::{HashMap, HashSet};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -127,9 +130,11 @@ pub fn world_executable(path: &Path) -> bool {
     path.ancestors().all(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
-/// Prints why a test is skipped (visible with `--nocapture` or on failure).
+/// Prints why a test is skipped (visible with `--nocapture` or on failure)
+/// and lists it for the summary at the end of the run (`tests/zz_skip_summary.rs`).
 pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
+    skips::record(test, why);
 }
 
 /// `unshare` for a test that needs a PID namespace of its own: `None`
@@ -191,10 +196,12 @@ pub fn scan_json(config: &Path, extra: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("reaperctl printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }
 
-/// Path of the `fakeproc` example, built on first use.
+/// Path of the `fakeproc` example, built on first use: one every uid can
+/// run (a tree may start processes as another uid; see
+/// [`reachable::reachable`]).
 pub fn fakeproc_path() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| example_path("fakeproc"))
+    PATH.get_or_init(|| reachable::reachable(&example_path("fakeproc")))
 }
 
 /// Path of an example of this package, built on demand. `cargo test --test X`
@@ -1070,7 +1077,8 @@ impl Daemon {
     /// Starts the daemon without waiting for it.
     pub fn spawn(scope: i32, config: &Path, socket: &Path, state: &Path, log: &Path, how: &Launch) -> Daemon {
         const NOBODY: &str = "65534";
-        const REAPERD: &str = env!("CARGO_BIN_EXE_mcp-reaperd");
+        let reaperd = Path::new(env!("CARGO_BIN_EXE_mcp-reaperd"));
+        let reaperd = if how.as_nobody { reachable::reachable(reaperd) } else { reaperd.to_path_buf() };
         let args: Vec<std::ffi::OsString> = vec![
             "--config".into(),
             config.into(),
@@ -1088,7 +1096,7 @@ impl Daemon {
         let mut steps: Vec<String> = how.umask.iter().map(|u| format!("umask {u}")).collect();
         steps.extend(how.in_namespace.clone());
         let mut cmd = if steps.is_empty() && !how.as_nobody {
-            Command::new(REAPERD)
+            Command::new(&reaperd)
         } else {
             let setpriv = if how.as_nobody {
                 format!("setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups -- ")
@@ -1103,7 +1111,7 @@ impl Daemon {
             } else {
                 Command::new("sh")
             };
-            c.arg("-c").arg(format!("{script}exec {setpriv}\"$0\" \"$@\"")).arg(REAPERD);
+            c.arg("-c").arg(format!("{script}exec {setpriv}\"$0\" \"$@\"")).arg(&reaperd);
             c
         };
         cmd.args(&args).args(&how.args);
