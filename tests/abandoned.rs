@@ -118,10 +118,12 @@ fn abandoned_is_reaped_after_grace(socket: bool, net: Net) {
     let (host, gone, kept, fetch) =
         (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")), sb.pid_of(&OTHER_SERVER.join(" ")), sb.pid_of("uvx"));
     let cfg = sb.dir().config(1, "");
-    // Grace 1 s: the first judgement is young, and names the evidence.
-    let v = scan_until_in(net, &sb, &cfg, gone, "young");
+    // Grace 1 s: a scan shows the evidence's verdict and names the evidence
+    // (its own first sight is no clock); `--once` keeps the clock.
+    let v = scan_until_in(net, &sb, &cfg, gone, "abandoned");
     let t = tree_rooted_at(&v, gone);
     let reason = t["reason"].as_str().unwrap();
+    assert!(reason.contains("a daemon reaps it after the 1s grace"), "{reason}");
     assert!(reason.contains(&format!("stdin closed by claude --resume (pid {host})")), "{reason}");
     let what = match (socket, net) {
         (false, _) => "no process holds the write end",
@@ -419,7 +421,7 @@ fn looking_at_a_stdin_pipe_never_takes_what_waits_in_it() {
     let v = scan(&sb, &cfg);
     assert_eq!(tree_rooted_at(&v, server)["verdict"], "live", "{v:#}");
     std::fs::write(&cue, "").unwrap();
-    let v = scan_until(&sb, &cfg, server, "young");
+    let v = scan_until(&sb, &cfg, server, "abandoned");
     assert!(tree_rooted_at(&v, server)["reason"].as_str().unwrap().contains("stdin closed by"), "{v:#}");
     scan(&sb, &cfg);
     assert_eq!(take_from_stdin(server), b"{\"jsonrpc\":\"2.0\"}\n", "the scans left the pending bytes in the pipe");

@@ -168,6 +168,22 @@ fn scan_exit_code_says_whether_something_would_be_reaped() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let out = scan(&[]);
     assert_eq!(out.status.code(), Some(0), "without --exit-code: {}", text(&out.stderr));
+    // The default grace, no daemon (issue 36): the scan's first sight is no
+    // clock, so the orphan is an orphan, not `young` for the next 60 s.
+    let graced = sb.dir().write("graced.toml", sb.dir().config_text(60, "", ""));
+    let out = Command::new(REAPERCTL)
+        .args(["--config", &s(graced.display()), "scan", "--exit-code", "--socket", "/nonexistent/control.sock"])
+        .args(["--scope", &s(sb.scope_pid())])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "an orphan, whatever the grace: {shown}{}", text(&out.stderr));
+    assert!(shown.contains("ORPHAN") && shown.contains("[reap]") && !shown.contains("YOUNG"), "{shown}");
+    assert!(
+        shown.contains("a daemon reaps it after the 60s grace, counted from when it first sees the tree"),
+        "{shown}"
+    );
 }
 
 /// `mcp-reaperd --once` in dry-run on the sandbox, its stderr log.

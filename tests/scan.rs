@@ -157,7 +157,17 @@ fn orphan_within_grace_is_young() {
     let sb = Sandbox::new(vec![Spec::new(CLAUDE).child(playwright_tree())]);
     let (host, npm) = (sb.pid_of("claude"), sb.pid_of("npm exec"));
     sb.kill_host(host);
-    let v = scan(&sb, &sb.dir().config(60, ""));
+    let cfg = sb.dir().config(60, "");
+    // Nothing has seen it yet: a scan's first sight is no clock (issue 36).
+    let v = scan(&sb, &cfg);
+    let t = only_tree(&v);
+    assert_eq!((&t["verdict"], &t["reap"], &t["first_seen_unix"]), (&"orphan".into(), &true.into(), &Value::Null));
+    assert!(reason(t).contains("a daemon reaps it after the 60s grace, counted from when it first sees"), "{t:#}");
+    assert_eq!(v["summary"]["reap_trees"], 1);
+    // A reaper run from a timer saw it (its state file): its grace counts.
+    let once = common::once_json(sb.scope_pid(), &cfg);
+    assert_eq!(once["outcomes"].as_array().map(Vec::len), Some(0), "{once:#}");
+    let v = scan(&sb, &cfg);
     let t = only_tree(&v);
     assert_eq!(t["verdict"], "young", "{t:#}");
     assert_eq!(t["reap"], false);

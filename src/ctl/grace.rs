@@ -2,7 +2,8 @@
 //! that count: asked over its control socket first (it holds trees its state
 //! file has not caught up with, and a user cannot read root's state file),
 //! then the state file. When neither answers while a daemon may be running,
-//! the scan says why its grace times start now.
+//! the scan says why. The scan's own first sight is no clock: a tree no
+//! daemon has seen is shown by its evidence (`GraceBook::observing`).
 
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
@@ -19,7 +20,8 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(3);
 /// The grace book for a scan of `proc_root`, and the notes to print.
 pub(super) fn for_scan(cli: &Cli, cfg: &Config, proc_root: &Path) -> (GraceBook, Vec<String>) {
     let state_path = crate::paths::state_file(cfg.state_file.as_deref());
-    let (mut book, file_warning) = crate::state::load(&state_path);
+    let (book, file_warning) = crate::state::load(&state_path);
+    let mut book = book.observing();
     // A fixture tree is not the machine any daemon watches.
     if proc_root != Path::new("/proc") {
         return (book, file_warning.iter().map(|w| warning(w)).collect());
@@ -37,7 +39,7 @@ pub(super) fn for_scan(cli: &Cli, cfg: &Config, proc_root: &Path) -> (GraceBook,
             if status.trees.iter().any(|t| t.grace_left_secs.is_some() && t.first_seen_unix_ms.is_none()) {
                 notes.push(format!(
                     "note: mcp-reaperd {} does not tell its grace clocks (an older version); grace times are \
-                     the state file's, or start now",
+                     the state file's, or unknown",
                     status.version
                 ));
             }
@@ -46,7 +48,7 @@ pub(super) fn for_scan(cli: &Cli, cfg: &Config, proc_root: &Path) -> (GraceBook,
             {
                 notes.push(format!(
                     "note: the daemon tells uid {uid} the grace of its own trees only; other users' trees \
-                     count their grace from now"
+                     are shown by their evidence, their grace unknown"
                 ));
             }
             (book, notes)
@@ -55,7 +57,8 @@ pub(super) fn for_scan(cli: &Cli, cfg: &Config, proc_root: &Path) -> (GraceBook,
         Err(Unasked::Failed(why)) => {
             let notes = match file_warning {
                 Some(w) => vec![format!(
-                    "note: grace times start now: {w}, and the daemon at {} did not answer ({why})",
+                    "note: no grace clock could be read: {w}, and the daemon at {} did not answer ({why}); \
+                     trees are shown by their evidence",
                     socket.display()
                 )],
                 None => vec![format!(

@@ -18,6 +18,10 @@ pub struct GraceBook {
     /// The parents the daemon saw change ([`Lineage`]). Held in memory,
     /// never saved, and no change to save.
     pub lineage: Lineage,
+    /// A scan's book, which keeps no clock: its own first sight of a tree
+    /// is no evidence about it, so a tree no daemon has seen is judged by
+    /// its evidence, its grace said in words (issue 36).
+    observer: bool,
 }
 
 /// Equal when what is saved, and the waivers, are: the lineage changes at
@@ -42,6 +46,19 @@ struct File {
 }
 
 impl GraceBook {
+    /// The book of a look that reaps nothing and keeps no clock
+    /// (`reaperctl scan`): what a daemon or its state file says, nothing
+    /// more.
+    #[must_use]
+    pub fn observing(mut self) -> GraceBook {
+        self.observer = true;
+        self
+    }
+
+    pub fn observes(&self) -> bool {
+        self.observer
+    }
+
     pub fn get(&self, root: Identity) -> Option<SystemTime> {
         self.first_seen.get(&root).copied()
     }

@@ -338,7 +338,20 @@ fn stale(j: &mut Judgement, cfg: &Config, reason: String, root: usize) {
 
 fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
     let id = snap.procs[j.root].id;
-    let first = inp.grace.get(id).unwrap_or(inp.now).min(inp.now);
+    let grace = inp.config.grace();
+    let Some(first) = inp.grace.get(id).or_else(|| (!inp.grace.observes()).then_some(inp.now)) else {
+        // A scan's first sight says nothing of the tree: it is what its
+        // evidence says; a daemon's clock starts when the daemon sees it.
+        if j.reap && !grace.is_zero() && inp.grace.waiver(id).is_none() {
+            let _ = write!(
+                j.reason,
+                "; a daemon reaps it after the {}s grace, counted from when it first sees the tree (none has yet)",
+                grace.as_secs()
+            );
+        }
+        return;
+    };
+    let first = first.min(inp.now);
     j.first_seen = Some(first);
     if let Some(why) = inp.grace.waiver(id) {
         if j.reap {
@@ -347,7 +360,6 @@ fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
         return;
     }
     let seen_for = inp.now.duration_since(first).unwrap_or_default();
-    let grace = inp.config.grace();
     if seen_for < grace && j.reap {
         let left = grace.checked_sub(seen_for).unwrap();
         if let Some(why) = pressure::skips_grace(&inp.config.pressure, inp.pressure.as_ref()) {
