@@ -199,15 +199,44 @@ fn errno(e: rustix::io::Errno, at: &Path) -> Denied {
 /// Resolves `path` (absolute) for `cred`; the last component is looked at
 /// (`lstat`), never opened, and is no symlink.
 pub fn resolve(path: &Path, cred: &Cred) -> Result<Resolved, Denied> {
-    walk(path, cred).map_err(|d| match d {
-        Denied::Missing(_) => Denied::Missing(format!("{} does not exist", path.display())),
-        refused @ Denied::Refused(_) => refused,
+    walk(path, cred).map_err(|stop| match stop {
+        Stop::Unsearchable(why) => Denied::Refused(why),
+        Stop::Denied(Denied::Missing(_)) => Denied::Missing(format!("{} does not exist", path.display())),
+        Stop::Denied(refused) => refused,
     })
 }
 
-fn walk(path: &Path, cred: &Cred) -> Result<Resolved, Denied> {
+/// What `cred`'s user finds at `path`: `Ok(None)` when nothing is there
+/// for them: it does not exist, or it lies below a directory they may not
+/// search. Whether anything is below such a directory is unknown to them,
+/// and nothing there is looked at here either, so what they cannot see
+/// changes nothing the caller does or says (a host config in a root-only
+/// `CLAUDE_CONFIG_DIR` is reported the same whether or not it exists, and
+/// no automount below it is triggered).
+pub fn lookup(path: &Path, cred: &Cred) -> Result<Option<Resolved>, Denied> {
+    match walk(path, cred) {
+        Ok(r) => Ok(Some(r)),
+        Err(Stop::Unsearchable(_) | Stop::Denied(Denied::Missing(_))) => Ok(None),
+        Err(Stop::Denied(refused)) => Err(refused),
+    }
+}
+
+/// Why a walk stopped: a directory on the way the user may not search is
+/// told apart, as what lies below it is no business of theirs.
+enum Stop {
+    Unsearchable(String),
+    Denied(Denied),
+}
+
+impl From<Denied> for Stop {
+    fn from(d: Denied) -> Stop {
+        Stop::Denied(d)
+    }
+}
+
+fn walk(path: &Path, cred: &Cred) -> Result<Resolved, Stop> {
     if !path.is_absolute() {
-        return Err(Denied::Refused(format!("{} is not an absolute path", path.display())));
+        return Err(Denied::Refused(format!("{} is not an absolute path", path.display())).into());
     }
     let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let root = || rustix::fs::open("/", dir_flags, Mode::empty()).map_err(|e| errno(e, Path::new("/")));
@@ -215,19 +244,19 @@ fn walk(path: &Path, cred: &Cred) -> Result<Resolved, Denied> {
     push_front(&mut queue, path);
     let mut dir = root()?;
     let mut dir_stat = rustix::fs::fstat(&dir).map_err(|e| errno(e, Path::new("/")))?;
-    let mut dir_acl = has_acl(&dir);
     let mut at = PathBuf::from("/");
     let mut links = 0;
     while let Some(name) = queue.pop_front() {
-        if !cred.may(&dir_stat, SEARCH, dir_acl) {
+        // Its ACL is looked up only where `may` reads it: not for root, not for the owner.
+        let acl = cred.uid != 0 && dir_stat.st_uid != cred.uid && has_acl(&dir);
+        if !cred.may(&dir_stat, SEARCH, acl) {
             let why = format!("uid {} may not search {} ({})", cred.uid, at.display(), describe(&dir_stat));
-            return Err(Denied::Refused(why));
+            return Err(Stop::Unsearchable(why));
         }
         let here = at.join(&name);
         if name == ".." {
             dir = rustix::fs::openat(&dir, "..", dir_flags, Mode::empty()).map_err(|e| errno(e, &here))?;
             dir_stat = rustix::fs::fstat(&dir).map_err(|e| errno(e, &here))?;
-            dir_acl = has_acl(&dir);
             at.pop();
             continue;
         }
@@ -235,14 +264,13 @@ fn walk(path: &Path, cred: &Cred) -> Result<Resolved, Denied> {
         if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
             links += 1;
             if links > MAX_LINKS {
-                return Err(Denied::Refused("a symlink loop".into()));
+                return Err(Denied::Refused("a symlink loop".into()).into());
             }
             let target = rustix::fs::readlinkat(&dir, &name, Vec::new()).map_err(|e| errno(e, &here))?;
             let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
             if target.is_absolute() {
                 dir = root()?;
                 dir_stat = rustix::fs::fstat(&dir).map_err(|e| errno(e, Path::new("/")))?;
-                dir_acl = has_acl(&dir);
                 at = PathBuf::from("/");
             }
             push_front(&mut queue, &target);
@@ -255,17 +283,16 @@ fn walk(path: &Path, cred: &Cred) -> Result<Resolved, Denied> {
             return Ok(r);
         }
         if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
-            return Err(Denied::Missing(format!("{} is not a directory", here.display())));
+            return Err(Denied::Missing(format!("{} is not a directory", here.display())).into());
         }
         let next = rustix::fs::openat(&dir, &name, dir_flags, Mode::empty()).map_err(|e| errno(e, &here))?;
         let next_stat = rustix::fs::fstat(&next).map_err(|e| errno(e, &here))?;
         if (next_stat.st_dev, next_stat.st_ino) != (st.st_dev, st.st_ino) {
-            return Err(Denied::Refused(format!("{} changed while it was looked at", here.display())));
+            return Err(Denied::Refused(format!("{} changed while it was looked at", here.display())).into());
         }
-        dir_acl = has_acl(&next);
         (dir, dir_stat, at) = (next, next_stat, here);
     }
-    Err(Denied::Refused(format!("{} names no file", path.display())))
+    Err(Denied::Refused(format!("{} names no file", path.display())).into())
 }
 
 /// Puts `path`'s components (a leading `/` and `.` dropped) before `queue`.
@@ -320,130 +347,4 @@ pub fn connect(path: &Path, cred: &Cred) -> Result<OwnedFd, Denied> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt as _;
-
-    fn chmod(p: &Path, mode: u32) {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-    }
-
-    fn stat(p: &Path) -> Stat {
-        rustix::fs::stat(p).unwrap()
-    }
-
-    #[test]
-    fn mode_bits_by_owner_group_and_others() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("f");
-        std::fs::write(&f, "x").unwrap();
-        chmod(&f, 0o640);
-        let st = stat(&f);
-        let (uid, gid) = (st.st_uid, st.st_gid);
-        let owner = Cred { uid: uid + 1000, gid: 4000, groups: vec![] };
-        let owner = Cred { uid, ..owner };
-        assert!(owner.may(&st, READ | WRITE, false));
-        let member = Cred { uid: uid + 1000, gid: 4000, groups: vec![gid] };
-        assert!(member.may(&st, READ, false) && !member.may(&st, WRITE, false));
-        // An ACL: the group bits are its mask, not the group's rights.
-        assert!(!member.may(&st, READ, true) && owner.may(&st, READ, true));
-        let other = Cred { uid: uid + 1000, gid: gid + 1000, groups: vec![gid + 1001] };
-        assert!(!other.may(&st, READ, false));
-        // The owner class is the owner's, even when the group's is wider.
-        chmod(&f, 0o060);
-        let owner_in_group = Cred { uid, gid, groups: vec![] };
-        if uid != 0 {
-            assert!(!owner_in_group.may(&stat(&f), READ, false));
-        }
-        let root = Cred { uid: 0, gid: 0, groups: vec![] };
-        assert!(root.may(&stat(&f), READ | WRITE, false) && !root.may(&stat(&f), SEARCH, false));
-    }
-
-    #[test]
-    fn every_directory_on_the_way_is_searched_as_the_user() {
-        let dir = tempfile::tempdir().unwrap();
-        chmod(dir.path(), 0o755);
-        let private = dir.path().join("priv");
-        std::fs::create_dir(&private).unwrap();
-        chmod(&private, 0o700);
-        let sock = private.join("e.sock");
-        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        chmod(&sock, 0o666);
-        let me = stat(dir.path()).st_uid;
-        let nobody = Cred { uid: me + 4242, gid: me + 4242, groups: vec![] };
-        let e = check_socket(&sock, &nobody).err().unwrap().to_string();
-        assert_eq!(e, format!("uid {} may not search {} (drwx------ {me}:{})", me + 4242, private.display(), me));
-        // Through a symlink from a public place: the target is walked the same way.
-        let link = dir.path().join("pub.sock");
-        std::os::unix::fs::symlink(&sock, &link).unwrap();
-        assert!(check_socket(&link, &nobody).err().unwrap().to_string().contains("may not search"));
-        let relative = dir.path().join("rel.sock");
-        std::os::unix::fs::symlink("priv/../priv/e.sock", &relative).unwrap();
-        assert!(check_socket(&relative, &nobody).err().unwrap().to_string().contains("may not search"));
-        chmod(&private, 0o711);
-        assert!(check_socket(&link, &nobody).is_ok() && check_socket(&relative, &nobody).is_ok());
-        chmod(&sock, 0o600);
-        let e = check_socket(&sock, &nobody).err().unwrap().to_string();
-        assert!(e.starts_with(&format!("uid {} may not connect to {}", me + 4242, sock.display())), "{e}");
-        // The owner connects, through the checked directory.
-        let owner = Cred { uid: me, gid: 0, groups: vec![] };
-        assert!(connect(&link, &owner).is_ok());
-        // Not a socket, not there, a loop.
-        std::fs::write(dir.path().join("file"), "x").unwrap();
-        assert!(check_socket(&dir.path().join("file"), &owner).err().unwrap().to_string().ends_with("is no socket"));
-        assert!(matches!(check_socket(&dir.path().join("none"), &owner), Err(Denied::Missing(_))));
-        std::os::unix::fs::symlink("loop", dir.path().join("loop")).unwrap();
-        assert_eq!(
-            check_socket(&dir.path().join("loop"), &owner).err(),
-            Some(Denied::Refused("a symlink loop".into()))
-        );
-    }
-
-    #[test]
-    fn an_acl_grants_nothing_beyond_its_owner_class() {
-        let dir = tempfile::tempdir().unwrap();
-        chmod(dir.path(), 0o755);
-        let sock = dir.path().join("e.sock");
-        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        // user::rw- user:4243:rw- group::--- mask::rw- other::---, as the
-        // kernel stores it (linux/posix_acl_xattr.h): the mode's group bits
-        // show the mask (rw), the owning group has nothing.
-        let mut acl = 2u32.to_le_bytes().to_vec();
-        for (tag, perm, id) in
-            [(0x01u16, 6u16, u32::MAX), (0x02, 6, 4243), (0x04, 0, u32::MAX), (0x10, 6, u32::MAX), (0x20, 0, u32::MAX)]
-        {
-            acl.extend(tag.to_le_bytes());
-            acl.extend(perm.to_le_bytes());
-            acl.extend(id.to_le_bytes());
-        }
-        if rustix::fs::setxattr(&sock, "system.posix_acl_access", &acl, rustix::fs::XattrFlags::empty()).is_err() {
-            return; // no ACLs on this filesystem
-        }
-        let st = stat(&sock);
-        assert_eq!(st.st_mode & 0o070, 0o060, "the mask shows as the group bits");
-        let member = Cred { uid: st.st_uid + 4242, gid: 4000, groups: vec![st.st_gid] };
-        let e = check_socket(&sock, &member).err().unwrap().to_string();
-        assert!(e.contains("may not connect"), "{e}");
-        let owner = Cred { uid: st.st_uid, gid: 4000, groups: vec![] };
-        assert!(check_socket(&sock, &owner).is_ok());
-    }
-
-    #[test]
-    fn set_id_processes_are_nobodys_word() {
-        let dir = tempfile::tempdir().unwrap();
-        let status = |uid: &str, gid: &str| {
-            std::fs::write(
-                dir.path().join("status"),
-                format!("Name:\tx\nUid:\t{uid}\nGid:\t{gid}\nGroups:\t27 100 \n"),
-            )
-            .unwrap();
-            Cred::of_process(dir.path())
-        };
-        assert_eq!(
-            status("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000"),
-            Ok(Cred { uid: 1000, gid: 1000, groups: vec![27, 100] })
-        );
-        assert!(status("1000\t0\t0\t0", "1000\t1000\t1000\t1000").unwrap_err().contains("set-id"));
-        assert!(status("1000\t1000\t1000\t1000", "1000\t0\t1000\t1000").unwrap_err().contains("set-id"));
-    }
-}
+mod tests;

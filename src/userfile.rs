@@ -18,16 +18,47 @@ use rustix::fs::{FileType, Mode, OFlags, Stat};
 
 use crate::access::{self, Cred, Denied};
 
-/// The file's bytes, or why it was not read (in words for a log line): as
-/// [`read_as`] for `owner` known by uid only ([`Cred::of_user`]).
-pub fn read(path: &Path, owner: u32, max: u64) -> Result<Vec<u8>, String> {
-    read_as(path, &Cred::of_user(owner), max).map_err(|e| e.to_string())
-}
-
 /// The bytes of `path`, a regular file `cred`'s user owns and may read, of
 /// at most `max` bytes.
 pub fn read_as(path: &Path, cred: &Cred, max: u64) -> Result<Vec<u8>, Denied> {
     let r = access::resolve(path, cred)?;
+    read_resolved(&r, cred, max).map(|(bytes, _)| bytes)
+}
+
+/// One version of a file, as a cache of what was read from it on a user's
+/// behalf keys it (beside that user's uid). The change time is in: a
+/// `chmod` or `chown` changes only it, and a file its user may no longer
+/// read, or no longer owns, must not keep what was read while they could.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileId {
+    pub fn of(st: &Stat) -> FileId {
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            mtime: (st.st_mtime, i64::try_from(st.st_mtime_nsec).unwrap_or(0)),
+            ctime: (st.st_ctime, i64::try_from(st.st_ctime_nsec).unwrap_or(0)),
+        }
+    }
+
+    /// (device, inode): the file, whatever its version.
+    pub fn inode(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+}
+
+/// The bytes of the file `r` resolved for `cred` ([`read_as`]), and the
+/// identity of the version read: the opened file's own `fstat`, not the
+/// resolution's (the file may change between the two).
+pub fn read_resolved(r: &access::Resolved, cred: &Cred, max: u64) -> Result<(Vec<u8>, FileId), Denied> {
     check(&r.stat, cred, max, r.acl)?;
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(&r.dir, &r.name, flags, Mode::empty()).map_err(|e| refused(&e.into()))?;
@@ -41,7 +72,7 @@ pub fn read_as(path: &Path, cred: &Cred, max: u64) -> Result<Vec<u8>, Denied> {
     if bytes.len() as u64 > max {
         return Err(Denied::Refused(too_large(max)));
     }
-    Ok(bytes)
+    Ok((bytes, FileId::of(&m)))
 }
 
 /// The names in directory `path` (at most `max`), if `cred`'s user may

@@ -3,16 +3,18 @@
 //! root daemon reads every user's). A file that is not a regular file, is
 //! larger than [`MAX_BYTES`], is owned by someone else than the home's owner,
 //! loops through symlinks or does not parse is skipped, with one log line per
-//! file and change. Reads are cached by (device, inode, mtime, size): an
-//! unchanged file costs one `stat`.
+//! file and change. Reads are cached per owner by the version read (device,
+//! inode, size, mtime, ctime): an unchanged file costs one resolution as its
+//! owner. Nothing below a directory the owner may not search is looked at.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::formats::{Declared, Format, parse};
 use super::places::Base;
+use crate::access::{self, Cred};
+use crate::userfile::FileId;
 
 /// Real configs are a few KiB (`~/.claude.json`, the largest, holds history
 /// and grows to a few MiB); anything beyond this is not read.
@@ -95,89 +97,103 @@ pub const PROJECT: &[Source] = &[
 /// A file a host's own command line names (`cn --config FILE`).
 pub const CONTINUE_ARG: Source = src("", "continue", Format::ContinueYaml);
 
-/// What identifies one version of a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    mtime_ns: i128,
-    size: u64,
-    uid: u32,
-}
-
-impl Stamp {
-    fn of(m: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            dev: m.dev(),
-            ino: m.ino(),
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-            size: m.size(),
-            uid: m.uid(),
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Cached {
-    stamp: Option<Stamp>,
-    owner: u32,
-    read: Result<Arc<Vec<Declared>>, String>,
+    /// The version read (the opened file's), or the one a refusal was
+    /// about; `None` when the path itself was refused.
+    id: Option<FileId>,
+    read: Servers,
 }
 
 /// One file's servers, or why they are not known.
 pub type Servers = Result<Arc<Vec<Declared>>, String>;
 
-/// Files read so far, by path.
+/// Files read so far, per (owner, path): what one user may read says
+/// nothing of what another may.
 #[derive(Debug, Default)]
 pub struct FileCache {
-    files: HashMap<PathBuf, Cached>,
+    files: HashMap<(u32, PathBuf), Cached>,
+    /// The owners' credentials, looked up once per pass over their files
+    /// (each is a read of the passwd database).
+    creds: HashMap<u32, Cred>,
 }
 
 impl FileCache {
     /// The servers `path` declares, for a home (or project) owned by `owner`;
-    /// `None` when the file does not exist. Read again only when it changed.
+    /// `None` when there is no such file for them. Read again only when it
+    /// changed. The path is resolved as `owner` before anything else looks at
+    /// it ([`access::lookup`]): a file below a directory they may not search
+    /// is no file of theirs, whether or not it exists, and logs nothing.
     pub fn get(&mut self, path: &Path, format: Format, owner: u32) -> Option<Servers> {
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => {
-                self.files.remove(path);
+        let key = (owner, path.to_path_buf());
+        let cred = self.creds.entry(owner).or_insert_with(|| Cred::of_user(owner)).clone();
+        let r = match access::lookup(path, &cred) {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                self.files.remove(&key);
                 return None;
             }
-            Err(e) => return Some(self.outcome(path, owner, None, Err(crate::userfile::failure(&e)))),
+            Err(why) => return Some(self.outcome(key, None, Err(why.to_string()))),
         };
-        let stamp = Stamp::of(&meta);
-        if let Some(c) = self.files.get(path)
-            && c.stamp == Some(stamp)
-            && c.owner == owner
+        let seen = FileId::of(&r.stat);
+        if let Some(c) = self.files.get(&key)
+            && c.id == Some(seen)
         {
             return Some(c.read.clone());
         }
-        let read = read(path, format, owner);
-        Some(self.outcome(path, owner, Some(stamp), read))
+        match crate::userfile::read_resolved(&r, &cred, MAX_BYTES) {
+            Ok((bytes, id)) => Some(self.outcome(key, Some(id), parse_text(bytes, format))),
+            Err(why) => Some(self.outcome(key, Some(seen), Err(why.to_string()))),
+        }
     }
 
     /// Keeps a fresh outcome; logs a failure once per file and change.
-    fn outcome(&mut self, path: &Path, owner: u32, stamp: Option<Stamp>, read: Servers) -> Servers {
+    fn outcome(&mut self, key: (u32, PathBuf), id: Option<FileId>, read: Servers) -> Servers {
         if let Err(why) = &read {
-            let old = self.files.get(path);
-            let repeated = old.is_some_and(|c| c.stamp == stamp && c.read.as_ref().err() == Some(why));
+            let old = self.files.get(&key);
+            let repeated = old.is_some_and(|c| c.id == id && c.read.as_ref().err() == Some(why));
             if !repeated {
-                tracing::warn!(reaper_action = "host-config", "skipping MCP config {}: {why}", path.display());
+                tracing::warn!(reaper_action = "host-config", "skipping MCP config {}: {why}", key.1.display());
             }
         }
-        self.files.insert(path.to_path_buf(), Cached { stamp, owner, read: read.clone() });
+        self.files.insert(key, Cached { id, read: read.clone() });
         read
     }
 
-    /// Forgets files not in `keep` (homes and projects no longer looked at).
+    /// Forgets files not in `keep` (homes and projects no longer looked at)
+    /// at the end of a pass, and the credentials it used.
     pub fn retain(&mut self, keep: &std::collections::HashSet<PathBuf>) {
-        self.files.retain(|p, _| keep.contains(p));
+        self.files.retain(|(_, p), _| keep.contains(p));
+        self.creds.clear();
     }
 }
 
-/// Reads a user's file defensively ([`crate::userfile`]) and parses it.
-fn read(path: &Path, format: Format, owner: u32) -> Servers {
-    let bytes = crate::userfile::read(path, owner, MAX_BYTES)?;
+/// Parses a user's file, read defensively ([`crate::userfile`]).
+fn parse_text(bytes: Vec<u8>, format: Format) -> Servers {
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
     parse(format, &text).map(Arc::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn a_file_below_a_directory_its_owner_may_not_search_is_none_whether_or_not_it_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let locked = dir.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let there = locked.join(".claude.json");
+        std::fs::write(&there, "{}").unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        let mut cache = FileCache::default();
+        let other = me + 4242;
+        assert!(cache.get(&there, Format::ClaudeJson, other).is_none());
+        assert!(cache.get(&locked.join("absent.json"), Format::ClaudeJson, other).is_none());
+        assert!(cache.files.is_empty(), "nothing kept, nothing to log: {:?}", cache.files);
+        assert!(cache.get(&there, Format::ClaudeJson, me).is_some_and(|r| r.is_ok()), "its owner reads it");
+    }
 }

@@ -1,5 +1,5 @@
 //! A program's own file (a Go binary, a jar) read in bounded pieces, as the
-//! user who runs it. Unlike [`crate::userfile::read`] (a config, read whole)
+//! user who runs it. Unlike [`crate::userfile::read_as`] (a config, read whole)
 //! the file need not be the user's own — `/usr/local/bin/github-mcp-server`
 //! is root's and is still that process's program — nor small: what is
 //! bounded is what is read ([`Budget`]), never the file's size. The path is
@@ -15,13 +15,14 @@ use std::path::Path;
 use rustix::fs::{FileType, Mode, OFlags};
 
 use crate::access::{self, Cred, Denied};
+use crate::userfile::FileId;
 
 /// An open program file and what was read of it.
 pub struct Binary {
     file: std::fs::File,
     pub size: u64,
-    /// (device, inode, mtime, mtime ns): the cache key.
-    pub stamp: (u64, u64, i64, i64),
+    /// The version opened (its `fstat`): with the reader's uid, the cache key.
+    pub id: FileId,
     budget: u64,
     /// Bytes read so far (for the measurements in the tests).
     pub read: u64,
@@ -46,8 +47,7 @@ impl Binary {
             return Err(Denied::Refused("replaced while being read".into()));
         }
         let size = u64::try_from(m.st_size).unwrap_or(0);
-        let stamp = (m.st_dev, m.st_ino, m.st_mtime, i64::try_from(m.st_mtime_nsec).unwrap_or(0));
-        Ok(Binary { file: fd.into(), size, stamp, budget, read: 0 })
+        Ok(Binary { file: fd.into(), size, id: FileId::of(&m), budget, read: 0 })
     }
 
     /// Up to `len` bytes at `off` (fewer at the end of the file); `None`

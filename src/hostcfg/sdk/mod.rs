@@ -34,8 +34,11 @@
 //! would hang below an adopter or a live host.
 //! Scripts and manifests are read as their owner ([`crate::userfile`]:
 //! owned by the process's user, regular, capped), binaries and jars as the
-//! process's user in bounded pieces ([`binary`]), cached per (device,
-//! inode, mtime); a process's verdict is decided once per identity.
+//! process's user in bounded pieces ([`binary`]). Every path is resolved as
+//! that user before anything looks at it ([`crate::access`]), and what was
+//! read is cached per (that user's uid, the version of the file opened):
+//! what one user may read, or may not, never decides for another (issue 34).
+//! A process's verdict is decided once per identity.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -43,11 +46,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::access::{self, Cred};
 use crate::config::{Config, Role, RoleMatch};
 use crate::ids::Identity;
 use crate::program::Via;
 use crate::scan::{ProcFs, Process, Snapshot};
 use crate::tree::Forest;
+use crate::userfile::FileId;
 
 mod binary;
 mod candidate;
@@ -88,23 +93,21 @@ pub enum Says {
     Nothing,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Lang {
     Python,
     Js,
 }
 
-type Stamp = (u64, u64, i64, i64);
-
-fn stamp(m: &std::fs::Metadata) -> Stamp {
-    (m.dev(), m.ino(), m.mtime(), m.mtime_nsec())
-}
+/// Who read which version of a file: a cache key. A reader is known by
+/// uid alone because its rights are [`Cred::of_user`]'s, a function of it.
+type Read = (u32, FileId);
 
 /// The reads of earlier cycles.
 #[derive(Default)]
 pub struct SdkCache {
-    scripts: HashMap<PathBuf, (Stamp, Says)>,
-    manifests: HashMap<PathBuf, (Stamp, Option<Manifest>)>,
+    scripts: HashMap<(Read, Lang), Says>,
+    manifests: HashMap<Read, Option<Manifest>>,
     /// Per process, with the command line it was decided for (an exec keeps
     /// the identity, not the program). The line is the snapshot's own (an
     /// `Arc` taken over from scan to scan): unchanged, it is the same
@@ -115,7 +118,7 @@ pub struct SdkCache {
     /// after [`RELOOK`].
     unlinked: HashMap<Identity, Instant>,
     /// Binaries and jars, with the main class looked for ([`programs`]).
-    programs: HashMap<(Stamp, String), Option<Evidence>>,
+    programs: HashMap<(Read, String), Option<Evidence>>,
 }
 
 /// How long a process found without a stdio transport is not looked at again.
@@ -201,14 +204,15 @@ impl SdkCache {
 
     /// The evidence of one candidate.
     fn evidence(&mut self, p: &Process, dir: &Path, uid: u32) -> Option<Evidence> {
+        let cred = Cred::of_user(uid);
         if p.program.via == Via::Exec {
-            return self.of_binary(dir, uid);
+            return self.of_binary(dir, &cred);
         }
         let words: Vec<&str> = p.cmdline.split(' ').collect();
         let cwd = std::fs::read_link(dir.join("cwd")).ok().filter(|c| c.is_absolute())?;
         let (word, _) = word_at(&p.cmdline, p.program.name_span());
         if words.first()?.rsplit('/').next() == Some("java") {
-            return self.of_java(&words, word, &cwd, uid);
+            return self.of_java(&words, word, &cwd, &cred);
         }
         let lang = lang_of(words.first()?)?;
         let interp = crate::hostcfg::matching::normalize(&cwd.join(words[0]));
@@ -218,73 +222,88 @@ impl SdkCache {
             let file = [rel.with_extension("py"), rel.join("__main__.py")]
                 .into_iter()
                 .map(|r| cwd.join(r))
-                .find(|f| f.is_file())?;
-            return match self.says(&file, lang, uid) {
+                .find(|f| is_file_as(f, &cred))?;
+            return match self.says(&file, lang, &cred) {
                 Says::Server(m) => Some(imports(m, &file)),
                 Says::Client => None,
                 Says::Nothing => {
-                    let declared = self.manifest_from(&cwd, lang, uid).and_then(|(path, m)| {
+                    let declared = self.manifest_from(&cwd, lang, &cred).and_then(|(path, m)| {
                         let sdk = m.sdk.filter(|_| path.parent() == Some(cwd.as_path()))?;
                         Some(declares(sdk, &path))
                     });
-                    declared.or_else(|| self.through_venv(&interp, &file, uid))
+                    declared.or_else(|| self.through_venv(&interp, &file, &cred))
                 }
             };
         }
         let script = crate::hostcfg::matching::normalize(&cwd.join(word));
-        match self.says(&script, lang, uid) {
+        match self.says(&script, lang, &cred) {
             Says::Server(m) => Some(imports(m, &script)),
             Says::Client => None,
             Says::Nothing => {
-                let declared = self.manifest_from(script.parent()?, lang, uid).and_then(|(path, m)| {
+                let declared = self.manifest_from(script.parent()?, lang, &cred).and_then(|(path, m)| {
                     let root = path.parent()?;
                     let sdk = m.sdk.clone().filter(|_| is_entry(&m, root, &script))?;
                     Some(declares(sdk, &path))
                 });
-                declared.or_else(|| (lang == Lang::Python).then(|| self.through_venv(&interp, &script, uid)).flatten())
+                declared
+                    .or_else(|| (lang == Lang::Python).then(|| self.through_venv(&interp, &script, &cred)).flatten())
             }
         }
     }
 
-    fn says(&mut self, file: &Path, lang: Lang, uid: u32) -> Says {
-        let Ok(meta) = std::fs::metadata(file) else { return Says::Nothing };
-        let st = stamp(&meta);
-        if let Some((s, says)) = self.scripts.get(file)
-            && *s == st
-        {
+    /// What the script at `file` says, read as `cred`'s user: the cached
+    /// word of this user on this version of it, or a fresh read.
+    fn says(&mut self, file: &Path, lang: Lang, cred: &Cred) -> Says {
+        let Ok(Some(r)) = access::lookup(file, cred) else { return Says::Nothing };
+        if let Some(says) = self.scripts.get(&((cred.uid, FileId::of(&r.stat)), lang)) {
             return says.clone();
         }
-        let says = crate::userfile::read(file, uid, MAX_SCRIPT)
-            .map_or(Says::Nothing, |b| analyse(&String::from_utf8_lossy(&b), lang));
-        self.scripts.insert(file.to_path_buf(), (st, says.clone()));
+        let (says, id) = match crate::userfile::read_resolved(&r, cred, MAX_SCRIPT) {
+            Ok((b, id)) => (analyse(&String::from_utf8_lossy(&b), lang), id),
+            Err(_) => (Says::Nothing, FileId::of(&r.stat)),
+        };
+        self.scripts.insert(((cred.uid, id), lang), says.clone());
         says
     }
 
-    /// The nearest manifest at or above `from`, if it declares the SDK.
-    fn manifest_from(&mut self, from: &Path, lang: Lang, uid: u32) -> Option<(PathBuf, Manifest)> {
+    /// The nearest manifest at or above `from` that `cred`'s user can see,
+    /// if it declares the SDK.
+    fn manifest_from(&mut self, from: &Path, lang: Lang, cred: &Cred) -> Option<(PathBuf, Manifest)> {
         let name = match lang {
             Lang::Python => "pyproject.toml",
             Lang::Js => "package.json",
         };
         for d in from.ancestors().take(MANIFEST_DEPTH) {
             let path = d.join(name);
-            let Ok(meta) = std::fs::metadata(&path) else { continue };
-            let st = stamp(&meta);
-            let m = match self.manifests.get(&path) {
-                Some((s, m)) if *s == st => m.clone(),
-                _ => {
-                    let m = crate::userfile::read(&path, uid, MAX_MANIFEST)
-                        .ok()
-                        .and_then(|b| manifest(&String::from_utf8_lossy(&b), lang));
-                    self.manifests.insert(path.clone(), (st, m.clone()));
-                    m
-                }
+            // Refused (a symlink loop): there for the user, and it says nothing.
+            let Some(r) = access::lookup(&path, cred).ok()? else { continue };
+            let seen = (cred.uid, FileId::of(&r.stat));
+            let m = if let Some(m) = self.manifests.get(&seen) {
+                m.clone()
+            } else {
+                let (m, read) = match crate::userfile::read_resolved(&r, cred, MAX_MANIFEST) {
+                    Ok((b, id)) => (manifest(&String::from_utf8_lossy(&b), lang), (cred.uid, id)),
+                    Err(_) => (None, seen),
+                };
+                self.manifests.insert(read, m.clone());
+                m
             };
             // The nearest one decides, whether or not it declares the SDK.
             return m.filter(|m| m.sdk.is_some()).map(|m| (path, m));
         }
         None
     }
+}
+
+/// Whether `path` is a regular file as `cred`'s user finds it.
+fn is_file_as(path: &Path, cred: &Cred) -> bool {
+    kind_as(path, cred) == Some(rustix::fs::FileType::RegularFile)
+}
+
+/// What `path` is as `cred`'s user finds it (symlinks followed as theirs).
+fn kind_as(path: &Path, cred: &Cred) -> Option<rustix::fs::FileType> {
+    let r = access::lookup(path, cred).ok()??;
+    Some(rustix::fs::FileType::from_raw_mode(r.stat.st_mode))
 }
 
 fn imports(found: String, file: &Path) -> Evidence {

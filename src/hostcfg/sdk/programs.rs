@@ -1,6 +1,6 @@
 //! Compiled and packaged programs: a native binary's build info ([`go`])
 //! and a `java` process's jar ([`java`]). Read through [`Binary`] as the
-//! process's user, cached per (device, inode, mtime) of the file.
+//! process's user, cached per (their uid, the version of the file opened).
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
@@ -19,14 +19,15 @@ impl SdkCache {
     /// A native program's evidence: the binary the process runs
     /// (`/proc/PID/exe`, which names the file it was started from; the
     /// file read must still be that inode).
-    pub(super) fn of_binary(&mut self, dir: &Path, uid: u32) -> Option<Evidence> {
+    pub(super) fn of_binary(&mut self, dir: &Path, cred: &Cred) -> Option<Evidence> {
         let exe = std::fs::read_link(dir.join("exe")).ok().filter(|e| e.is_absolute())?;
+        // The magic link's own target (a /proc read, no path walked).
         let running = std::fs::metadata(dir.join("exe")).ok()?;
-        let mut bin = Binary::open(&exe, &Cred::of_user(uid), go::BUDGET).ok()?;
-        if (bin.stamp.0, bin.stamp.1) != (running.dev(), running.ino()) {
+        let mut bin = Binary::open(&exe, cred, go::BUDGET).ok()?;
+        if bin.id.inode() != (running.dev(), running.ino()) {
             return None;
         }
-        let key = (bin.stamp, String::new());
+        let key = ((cred.uid, bin.id), String::new());
         if let Some(e) = self.programs.get(&key) {
             return e.clone();
         }
@@ -42,22 +43,21 @@ impl SdkCache {
 
     /// A `java` process's evidence: its `-jar` file, or the classpath jar
     /// holding its main class (`word`).
-    pub(super) fn of_java(&mut self, words: &[&str], word: &str, cwd: &Path, uid: u32) -> Option<Evidence> {
-        let cred = Cred::of_user(uid);
+    pub(super) fn of_java(&mut self, words: &[&str], word: &str, cwd: &Path, cred: &Cred) -> Option<Evidence> {
         if words.contains(&"-jar") {
-            return self.jar(&normalize(&cwd.join(word)), &cred, "");
+            return self.jar(&normalize(&cwd.join(word)), cred, "");
         }
         let at = words.iter().position(|w| matches!(*w, "-cp" | "-classpath" | "--class-path"))?;
         let class = java::class_file(word);
         let jars = words.get(at + 1)?.split(':').filter(|e| java::has_ext(e, "jar")).take(CLASSPATH);
         let jars: Vec<_> = jars.map(|j| normalize(&cwd.join(j))).collect();
-        jars.iter().find_map(|j| self.jar(j, &cred, &class))
+        jars.iter().find_map(|j| self.jar(j, cred, &class))
     }
 
     /// What the jar at `path` says, if it holds `main` (any, when empty).
     fn jar(&mut self, path: &Path, cred: &Cred, main: &str) -> Option<Evidence> {
         let mut bin = Binary::open(path, cred, java::BUDGET).ok()?;
-        let key = (bin.stamp, main.to_string());
+        let key = ((cred.uid, bin.id), main.to_string());
         if let Some(e) = self.programs.get(&key) {
             return e.clone();
         }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::binary::Binary;
 use super::go::{self, GoSays};
 use super::java;
+use super::{Lang, Says, SdkCache};
 use crate::access::{Cred, Denied};
 
 fn me() -> Cred {
@@ -157,4 +158,43 @@ fn a_program_its_user_may_not_read_is_not_opened() {
     assert!(Binary::open(&link, &me(), 64).is_ok());
     assert!(Binary::open(dir.path(), &me(), 64).is_err());
     assert!(Binary::open(Path::new("/dev/zero"), &Cred::of_user(0), 64).is_err());
+}
+
+#[test]
+fn one_users_read_never_decides_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = dir.path().join("weather.py");
+    std::fs::write(&script, "from mcp.server.fastmcp import FastMCP\n").unwrap();
+    let manifest = dir.path().join("package.json");
+    std::fs::write(&manifest, r#"{"dependencies": {"@modelcontextprotocol/sdk": "1"}}"#).unwrap();
+    for f in [&script, &manifest] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let owner = me();
+    // Another user, who may read the files but owns neither.
+    let other = Cred { uid: owner.uid + 4242, gid: owner.uid + 4242, groups: vec![] };
+    let server = Says::Server("mcp.server.fastmcp".into());
+    for first_owner in [true, false] {
+        let mut cache = SdkCache::default();
+        let mut ask = |c: &Cred| (cache.says(&script, Lang::Python, c), cache.manifest_from(dir.path(), Lang::Js, c));
+        let (o, x) = if first_owner {
+            let o = ask(&owner);
+            (o, ask(&other))
+        } else {
+            let x = ask(&other);
+            (ask(&owner), x)
+        };
+        assert_eq!((&o.0, o.1.is_some()), (&server, true), "the owner's word, first_owner {first_owner}");
+        assert_eq!((&x.0, x.1.is_some()), (&Says::Nothing, false), "not the other's, first_owner {first_owner}");
+    }
+    // Given to the other user (a `chown` changes only the change time): the
+    // owner's cached word goes with it.
+    if owner.uid == 0 {
+        let mut cache = SdkCache::default();
+        assert_eq!(cache.says(&script, Lang::Python, &owner), server);
+        std::os::unix::fs::chown(&script, Some(other.uid), None).unwrap();
+        assert_eq!(cache.says(&script, Lang::Python, &owner), Says::Nothing);
+        assert_eq!(cache.says(&script, Lang::Python, &other), server);
+    }
 }

@@ -15,8 +15,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Evidence, Lang, Says, SdkCache};
-use crate::access::{self, Cred};
+use rustix::fs::FileType;
+
+use super::{Evidence, Lang, Says, SdkCache, is_file_as, kind_as};
+use crate::access::Cred;
 
 /// Module files read for one entry.
 pub const MAX_FILES: usize = 8;
@@ -24,17 +26,16 @@ const MAX_PTH: usize = 16;
 
 impl SdkCache {
     /// The server evidence of `script` (run by `interp`) through its venv.
-    pub(super) fn through_venv(&mut self, interp: &Path, script: &Path, uid: u32) -> Option<Evidence> {
-        let cred = Cred::of_user(uid);
-        let root = venv_root(interp, script, &cred)?;
-        let site = site_packages(&root, &cred);
-        let sdk = site.iter().find_map(|s| server_sdk(s, &cred))?;
+    pub(super) fn through_venv(&mut self, interp: &Path, script: &Path, cred: &Cred) -> Option<Evidence> {
+        let root = venv_root(interp, script, cred)?;
+        let site = site_packages(&root, cred);
+        let sdk = site.iter().find_map(|s| server_sdk(s, cred))?;
         let mut roots = vec![script.parent()?.to_path_buf()];
-        roots.extend(site.iter().flat_map(|s| pth_dirs(s, &cred, uid)));
+        roots.extend(site.iter().flat_map(|s| pth_dirs(s, cred)));
         roots.extend(site);
         let mut queue: Vec<(String, u8)> = Vec::new();
         let from = |file: &Path, module: Option<&str>, depth: u8, queue: &mut Vec<(String, u8)>| {
-            let text = crate::userfile::read(file, uid, super::MAX_SCRIPT).ok()?;
+            let text = crate::userfile::read_as(file, cred, super::MAX_SCRIPT).ok()?;
             let package = module.map(|m| package_of(m, file));
             for name in imports(&String::from_utf8_lossy(&text)) {
                 if let Some(abs) = absolute(&name, package.as_deref()) {
@@ -50,9 +51,9 @@ impl SdkCache {
             if seen.len() >= MAX_FILES || seen.contains(&module) || top == "mcp" || top == "fastmcp" {
                 continue;
             }
-            let Some(file) = roots.iter().find_map(|r| module_file(r, &module)) else { continue };
+            let Some(file) = roots.iter().find_map(|r| module_file(r, &module, cred)) else { continue };
             seen.push(module.clone());
-            match self.says(&file, Lang::Python, uid) {
+            match self.says(&file, Lang::Python, cred) {
                 Says::Client => return None,
                 Says::Server(found) => {
                     let file = file.display().to_string();
@@ -69,10 +70,7 @@ impl SdkCache {
 }
 
 fn exists_as(path: &Path, cred: &Cred, dir: bool) -> bool {
-    access::resolve(path, cred).is_ok_and(|r| {
-        let t = rustix::fs::FileType::from_raw_mode(r.stat.st_mode);
-        (t == rustix::fs::FileType::Directory) == dir
-    })
+    kind_as(path, cred).is_some_and(|t| (t == FileType::Directory) == dir)
 }
 
 /// The venv whose interpreter runs it (`V/bin/python`), or whose `bin`
@@ -107,10 +105,10 @@ fn server_sdk(site: &Path, cred: &Cred) -> Option<&'static str> {
 }
 
 /// Directories the `.pth` files of `site` add (editable installs).
-fn pth_dirs(site: &Path, cred: &Cred, uid: u32) -> Vec<PathBuf> {
+fn pth_dirs(site: &Path, cred: &Cred) -> Vec<PathBuf> {
     let names = crate::userfile::list_dir(site, cred, 4096).unwrap_or_default();
     let pth = names.iter().filter(|n| n.to_string_lossy().ends_with(".pth")).take(MAX_PTH);
-    pth.filter_map(|n| crate::userfile::read(&site.join(n), uid, 4096).ok())
+    pth.filter_map(|n| crate::userfile::read_as(&site.join(n), cred, 4096).ok())
         .flat_map(|b| {
             let text = String::from_utf8_lossy(&b).into_owned();
             text.lines().map(str::trim).filter(|l| l.starts_with('/')).map(PathBuf::from).collect::<Vec<_>>()
@@ -119,13 +117,13 @@ fn pth_dirs(site: &Path, cred: &Cred, uid: u32) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `a.b` in `root`: `a/b.py` or `a/b/__init__.py`.
-fn module_file(root: &Path, module: &str) -> Option<PathBuf> {
+/// `a.b` in `root`: `a/b.py` or `a/b/__init__.py`, as `cred`'s user finds it.
+fn module_file(root: &Path, module: &str, cred: &Cred) -> Option<PathBuf> {
     if module.is_empty() || module.split('.').any(|c| c.is_empty() || c.contains('/')) {
         return None;
     }
     let rel: PathBuf = module.split('.').collect();
-    [root.join(&rel).with_extension("py"), root.join(rel).join("__init__.py")].into_iter().find(|f| f.is_file())
+    [root.join(&rel).with_extension("py"), root.join(rel).join("__init__.py")].into_iter().find(|f| is_file_as(f, cred))
 }
 
 /// The package a module's relative imports are relative to.
@@ -178,7 +176,7 @@ mod tests {
         assert_eq!(absolute(".app", None), None);
         assert_eq!(package_of("weather", Path::new("/s/weather/__init__.py")), "weather");
         assert_eq!(package_of("weather.server", Path::new("/s/weather/server.py")), "weather");
-        assert_eq!(module_file(Path::new("/"), "../etc"), None);
+        assert_eq!(module_file(Path::new("/"), "../etc", &Cred::of_user(0)), None);
     }
 
     #[test]
