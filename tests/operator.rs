@@ -274,7 +274,7 @@ fn a_tree_of_long_distinct_names_adds_a_bounded_entry_each_time_it_is_reaped() {
         sb.kill_host(sb.pid_of("claude"));
         let once = common::once_json(sb.scope_pid(), &cfg);
         assert_eq!(once["outcomes"][0]["members"], 120, "{once:#}");
-        sizes.push(std::fs::metadata(&ledger).map(|m| m.len()).unwrap_or_else(|e| panic!("{e}: {once:#}")));
+        sizes.push(std::fs::metadata(&ledger).map_or_else(|e| panic!("{e}: {once:#}"), |m| m.len()));
     }
     let grown: Vec<u64> = sizes.windows(2).map(|w| w[1] - w[0]).collect();
     // Before the bound each of these grew the ledger by about 360 KB.

@@ -33,6 +33,8 @@ pub fn terminal_width() -> Option<usize> {
 const PIPE_WIDTH: usize = 200;
 /// Members listed per tree; the rest are counted (`--json` lists them).
 const MAX_MEMBERS: usize = 40;
+/// A container plan's characters at most.
+const MAX_PLAN: usize = 1000;
 
 fn cut(s: &str, width: Option<usize>, used: usize) -> String {
     match width.or(Some(PIPE_WIDTH)) {
@@ -154,7 +156,12 @@ pub fn render_report(
                 );
             }
             for c in &t.containers {
-                let _ = writeln!(out, "    {}", cut(&super::printable(&c.plan), width, 4));
+                // Why a container would or would not be stopped: the point,
+                // like the reason, so wrapped whole; only a user's very long
+                // names in it are cut.
+                let mut plan = super::printable(&c.plan).into_owned();
+                crate::names::cut(&mut plan, MAX_PLAN);
+                let _ = writeln!(out, "    {}", wrap(&plan, width, 4, 8));
             }
         }
         out.push('\n');
