@@ -47,7 +47,7 @@ cp "$repo/config/default.toml" "$stage/config/"
 cp "$repo/README.md" "$repo/LICENSE-MIT" "$repo/LICENSE-APACHE" "$stage/"
 cp -r "$repo/docs" "$stage/"
 cp "$repo/systemd/mcp-reaper.service" "$repo/systemd/mcp-reaper-once.service" \
-    "$repo/systemd/mcp-reaper-once.timer" "$stage/systemd/"
+    "$repo/systemd/mcp-reaper-once.timer" "$repo/systemd/mcp-reaper-metrics.socket" "$stage/systemd/"
 cp "$repo/systemd/user/mcp-reaper.service" "$stage/systemd/user/"
 cp "$repo/systemd/examples/"*.conf "$stage/systemd/examples/"
 for d in man completions; do
@@ -77,7 +77,8 @@ missing=0
 for p in /usr/bin/mcp-reaperd /usr/bin/reaperctl /etc/mcp-reaper/config.toml \
     /etc/mcp-reaper/config.d /etc/mcp-reaper/config.d/README \
     /usr/lib/systemd/system/mcp-reaper.service /usr/lib/systemd/system/mcp-reaper-once.service \
-    /usr/lib/systemd/system/mcp-reaper-once.timer /usr/lib/systemd/user/mcp-reaper.service \
+    /usr/lib/systemd/system/mcp-reaper-once.timer /usr/lib/systemd/system/mcp-reaper-metrics.socket \
+    /usr/lib/systemd/user/mcp-reaper.service \
     /usr/share/doc/mcp-reaper/README.md /usr/share/doc/mcp-reaper/packaging/README.md /usr/share/doc/mcp-reaper/default.toml \
     /usr/share/doc/mcp-reaper/docs/design.md /usr/share/doc/mcp-reaper/docs/evidence.md \
     /usr/share/doc/mcp-reaper/examples/notify-reload.conf /usr/share/doc/mcp-reaper/examples/proc-connector.conf; do

@@ -53,6 +53,7 @@ expected=(
     /usr/lib/systemd/system/mcp-reaper.service
     /usr/lib/systemd/system/mcp-reaper-once.service
     /usr/lib/systemd/system/mcp-reaper-once.timer
+    /usr/lib/systemd/system/mcp-reaper-metrics.socket
     /usr/lib/systemd/user/mcp-reaper.service
     /usr/share/doc/mcp-reaper/README.md
     /usr/share/doc/mcp-reaper/packaging/README.md
@@ -68,6 +69,10 @@ expected=(
 for p in "${expected[@]}"; do
     grep -qxF "$p" <<<"$listing" || fail "missing from package: $p"
 done
+# The packaging tool falls back to the package's name for a unit type a
+# unit lacks: a copy of the daemon's unit under the socket's name.
+grep -qxF /usr/lib/systemd/system/mcp-reaper-metrics.service <<<"$listing" &&
+    fail "a mcp-reaper-metrics.service is in the package"
 # Man pages and shell completions (generated into man/ and completions/ by
 # another task): warn, not fail, while their asset lines are not yet in
 # Cargo.toml (packaging/README.md lists the lines to add).
@@ -105,6 +110,17 @@ if grep -q 'deb-systemd-helper enable mcp-reaper-once.timer' "$ctl/postinst" &&
     fail "postinst enables the one-shot timer on a fresh install"
 fi
 grep -q 'stop mcp-reaper.service' "$ctl/prerm" || fail "prerm does not stop mcp-reaper.service"
+# The metrics socket is opt-in: never enabled on a fresh install nor started,
+# and never restarted on upgrade (systemd refuses to start a socket whose
+# service is running); stopped on removal.
+if grep -E 'deb-systemd-invoke (start|restart|try-restart|\$_dh_action) .*mcp-reaper-metrics' "$ctl/postinst"; then
+    fail "postinst starts or restarts the metrics socket"
+fi
+if grep -q 'deb-systemd-helper enable mcp-reaper-metrics.socket' "$ctl/postinst" &&
+    ! grep -q 'deb-systemd-helper debian-installed mcp-reaper-metrics.socket' "$ctl/postinst"; then
+    fail "postinst enables the metrics socket on a fresh install"
+fi
+grep -q 'stop mcp-reaper-metrics.socket' "$ctl/prerm" || fail "prerm does not stop mcp-reaper-metrics.socket on removal"
 grep -q 'rm -rf /var/lib/mcp-reaper' "$ctl/postrm" || fail "postrm does not purge /var/lib/mcp-reaper"
 [[ $(grep -c '# Automatically added by cargo-deb' "$ctl/postrm") -ge 1 ]] || fail "postrm lacks the systemd fragments"
 echo "check-deb: control: $(grep -E '^(Package|Version|Architecture|Depends):' "$ctl/control" | tr '\n' ' ')"
@@ -154,7 +170,7 @@ if command -v lintian >/dev/null 2>&1; then
 else
     fail "lintian is not installed (apt-get install lintian)"
 fi
-for u in mcp-reaper.service mcp-reaper-once.service mcp-reaper-once.timer; do
+for u in mcp-reaper.service mcp-reaper-once.service mcp-reaper-once.timer mcp-reaper-metrics.socket; do
     cmp -s "$root/usr/lib/systemd/system/$u" "systemd/$u" || fail "packaged $u differs from systemd/$u"
 done
 cmp -s "$root/usr/lib/systemd/user/mcp-reaper.service" systemd/user/mcp-reaper.service || fail "packaged user unit differs"

@@ -22,7 +22,7 @@ set -euo pipefail
 MAX_EXPOSURE=16 # tenths: 1.6
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-units=(mcp-reaper.service mcp-reaper-once.service mcp-reaper-once.timer)
+units=(mcp-reaper.service mcp-reaper-once.service mcp-reaper-once.timer mcp-reaper-metrics.socket)
 user_units=(mcp-reaper.service)
 
 # ---- inner mode: runs inside `unshare -m` with the binary already in place ----

@@ -4,6 +4,7 @@
 //! `daemon::control::LockError::exit_code`.)
 
 use crate::cycle::AssessError;
+use crate::daemon::http::ListenError;
 
 pub const OK: u8 = 0;
 /// `reaperctl scan --exit-code`: a tree would be reaped now (as `git diff
@@ -41,6 +42,18 @@ pub fn assess(e: &AssessError) -> u8 {
     match e {
         AssessError::ScopeNotFound(_) => USAGE,
         AssessError::Scan(_) => OSFILE,
+    }
+}
+
+/// The metrics listener that cannot be had: `[metrics] listen` that cannot
+/// be bound (another holds the port, the address is not this host's, the
+/// unit allows no IP socket) or a socket passed by the service manager that
+/// is no listening TCP socket. Either is the configuration's to fix, so a
+/// configuration error (`status=78/CONFIG` under systemd), not a daemon
+/// running on while another answers on its port.
+pub fn metrics_listener(e: &ListenError) -> u8 {
+    match e {
+        ListenError::Bind { .. } | ListenError::Passed(_) => CONFIG,
     }
 }
 

@@ -182,3 +182,51 @@ pub fn children_peak_rss_kib() -> Option<u64> {
         (libc::getrusage(libc::RUSAGE_CHILDREN, &raw mut ru) == 0).then(|| u64::try_from(ru.ru_maxrss).unwrap_or(0))
     }
 }
+
+/// Socket activation: the fds `3 .. 3 + n` the service manager passed at
+/// exec, owned from now on (dropped: closed) and close-on-exec; `None` for
+/// one that is not open. Only the first call takes them (later ones get
+/// nothing), and it must come at start-up: those numbers were taken when
+/// the process began, so no file this process opened can have them.
+pub(crate) fn take_passed_fds(n: u32) -> Vec<Option<OwnedFd>> {
+    use std::os::fd::FromRawFd;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static TAKEN: AtomicBool = AtomicBool::new(false);
+    if TAKEN.swap(true, Ordering::SeqCst) {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|i| {
+            let raw = 3 + i32::try_from(i).ok()?;
+            // SAFETY: fcntl(F_GETFD) on any number only reads the fd's flags,
+            // or fails with EBADF when it is not open.
+            if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+                return None;
+            }
+            // SAFETY: `raw` is open, and by the protocol (LISTEN_PID is this
+            // process, checked by the caller) it was handed to this process at
+            // exec for it to own: no object here holds it (the numbers below
+            // 3 + n were taken before any code of this process ran, and the
+            // static above makes this the one place that takes them).
+            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+            // Children (an engine's client, a hook) must not inherit it.
+            let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
+            Some(fd)
+        })
+        .collect()
+}
+
+/// Removes `names` from the environment, when this process has one thread
+/// only (start-up, before the runtime's); whether it did.
+pub(crate) fn unset_env_alone(names: &[&str]) -> bool {
+    // Threads of this process: /proc/self/task has one entry per thread.
+    let alone = std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.count() == 1);
+    if alone {
+        for n in names {
+            // SAFETY: no other thread exists (counted just above, and only this
+            // thread could start one) to read the environment meanwhile.
+            unsafe { std::env::remove_var(n) };
+        }
+    }
+    alone
+}

@@ -6,7 +6,7 @@ mod born;
 pub mod control;
 mod endings;
 mod exits;
-mod http;
+pub(crate) mod http;
 pub mod notify;
 mod pressure;
 mod reload;

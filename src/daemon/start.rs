@@ -31,6 +31,9 @@ use crate::{exit, state, sys};
 /// is shared with the control socket through `Rc`).
 pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
     crate::sys::single_malloc_arena();
+    // Before the runtime's threads: the passed fds and LISTEN_* are taken
+    // while this is the process's only thread.
+    let passed = super::http::take_passed();
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -39,20 +42,18 @@ pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
         }
     };
     let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move { start(args, cfg).await })
+    local.block_on(&rt, async move { start(args, cfg, passed).await })
 }
 
 /// Start-up, the loop, and shut-down; a socket that cannot be locked or
-/// bound ends the daemon before the loop.
-async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
+/// bound ends the daemon before the loop, and so does a metrics listener
+/// that was asked for and cannot be had.
+async fn start(args: Args, cfg: Config, passed: super::http::Taken) -> std::process::ExitCode {
     let sources = crate::config::Sources::from_arg(args.config.as_deref());
     let socket_path = args.socket.clone().unwrap_or_else(|| crate::paths::socket(cfg.socket.as_deref()));
-    let lock = match super::control::lock(&socket_path) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!(reaper_action = "error", "{e}");
-            return std::process::ExitCode::from(e.exit_code());
-        }
+    let (lock, metrics) = match lock_then_listen(&socket_path, cfg.metrics_listen, passed).await {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let listener = match super::control::bind(&socket_path) {
         Ok(l) => l,
@@ -97,7 +98,7 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     }));
     let (req_tx, req_rx) = mpsc::channel::<LoopRequest>(8);
     let server = tokio::task::spawn_local(super::control::serve(listener, shared.clone(), req_tx));
-    let metrics_http = serve_metrics(&shared).await;
+    let metrics_http = metrics.map(|m| serve_metrics(m, &shared));
     let notifier = Notifier::from_env();
     let births = Births::new(&procfs);
     let mut d = Daemon {
@@ -142,22 +143,38 @@ async fn start(args: Args, cfg: Config) -> std::process::ExitCode {
     code
 }
 
-/// `[metrics] listen`, when set: the HTTP server's task. An address that
-/// cannot be bound is an error in the log, not the end of the daemon: the
-/// reaping goes on (and a kubelet's probe of `/healthz` says something is wrong).
-async fn serve_metrics(shared: &Rc<RefCell<Shared>>) -> Option<tokio::task::JoinHandle<()>> {
-    let addr = shared.borrow().cfg.metrics_listen?;
-    match super::http::bind(addr).await {
-        Ok(l) => {
-            let bound = l.local_addr().unwrap_or(addr);
-            tracing::info!("metrics served on http://{bound}/metrics (and /healthz)");
-            Some(tokio::task::spawn_local(super::http::serve(l, shared.clone())))
-        }
-        Err(e) => {
-            tracing::error!(reaper_action = "error", "{e}; metrics are not served over HTTP");
-            None
-        }
-    }
+/// The control socket's lock, then the metrics listener (`[metrics]
+/// listen`, or the socket the service manager passed) when one is asked
+/// for: after the lock, so a second instance is told by the lock, not by
+/// the port; before anything slow. Else the exit code, logged.
+async fn lock_then_listen(
+    socket: &std::path::Path,
+    configured: Option<std::net::SocketAddr>,
+    passed: super::http::Taken,
+) -> Result<(super::control::Lock, Option<(tokio::net::TcpListener, String)>), std::process::ExitCode> {
+    let lock = super::control::lock(socket).map_err(|e| {
+        tracing::error!(reaper_action = "error", "{e}");
+        std::process::ExitCode::from(e.exit_code())
+    })?;
+    let got = match passed {
+        Ok(p) => super::http::listener(configured, p).await,
+        Err(e) => Err(e),
+    };
+    let metrics = got.map_err(|e| {
+        tracing::error!(reaper_action = "error", "{e}");
+        std::process::ExitCode::from(exit::metrics_listener(&e))
+    })?;
+    Ok((lock, metrics))
+}
+
+/// The HTTP server's task on `listener` (`how` it was had, for the log).
+fn serve_metrics(
+    (listener, how): (tokio::net::TcpListener, String),
+    shared: &Rc<RefCell<Shared>>,
+) -> tokio::task::JoinHandle<()> {
+    let bound = listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string());
+    tracing::info!("metrics served on http://{bound}/metrics (and /healthz), {how}");
+    tokio::task::spawn_local(super::http::serve(listener, shared.clone()))
 }
 
 /// The lifetime totals go on from the history's; one that cannot be read
