@@ -22,6 +22,9 @@ _reaperctl() {
             reaperctl,doctor)
                 cmd="reaperctl__subcmd__doctor"
                 ;;
+            reaperctl,generations)
+                cmd="reaperctl__subcmd__generations"
+                ;;
             reaperctl,help)
                 cmd="reaperctl__subcmd__help"
                 ;;
@@ -60,6 +63,9 @@ _reaperctl() {
                 ;;
             reaperctl__subcmd__help,doctor)
                 cmd="reaperctl__subcmd__help__subcmd__doctor"
+                ;;
+            reaperctl__subcmd__help,generations)
+                cmd="reaperctl__subcmd__help__subcmd__generations"
                 ;;
             reaperctl__subcmd__help,help)
                 cmd="reaperctl__subcmd__help__subcmd__help"
@@ -101,7 +107,7 @@ _reaperctl() {
 
     case "${cmd}" in
         reaperctl)
-            opts="-h -V --config --socket --help --version scan hosts validate config doctor status reload reap-now metrics history run session-end help"
+            opts="-h -V --config --socket --help --version scan hosts generations validate config doctor status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -166,8 +172,34 @@ _reaperctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        reaperctl__subcmd__generations)
+            opts="-h --json --scope --config --socket --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scope)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         reaperctl__subcmd__help)
-            opts="scan hosts validate config doctor status reload reap-now metrics history run session-end help"
+            opts="scan hosts generations validate config doctor status reload reap-now metrics history run session-end help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -195,6 +227,20 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        reaperctl__subcmd__help__subcmd__generations)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

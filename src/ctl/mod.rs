@@ -3,6 +3,7 @@
 mod config_show;
 pub mod desktop;
 mod doctor;
+mod generations;
 mod grace;
 mod history;
 mod hosts;
@@ -30,7 +31,7 @@ use crate::stdout::{out, outln};
     version,
     about = "Inspect and control mcp-reaper",
     long_about = "Inspect and control mcp-reaper.\n\n\
-        `scan` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
+        `scan`, `generations` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
         `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket; `history` lists what was reaped, from the \
         ledger beside the state file or from the daemon. `run` starts a host \
         in a session of its own and ends what it leaves behind; `session-end`, from a host's session-end \
@@ -68,6 +69,10 @@ pub enum Command {
     /// The MCP servers the hosts' own config files name, per user and host, with the files
     /// (read now, like `scan`; see `[hosts]` in mcp-reaper.toml(5)).
     Hosts(ScanArgs),
+    /// Each live host's server copies by command and generation (copies
+    /// started together), with memory, CPU time, I/O and whether the host
+    /// still holds each copy's transport (read now, like `scan`; nothing is signalled).
+    Generations(generations::GenerationsArgs),
     /// Check a config file; print "ok" or every problem found.
     Validate,
     /// Print the effective configuration (the embedded default, the main
@@ -180,6 +185,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&cli, args),
         Command::Scan(cmd) => scan(&cli, cmd),
         Command::Hosts(args) => hosts::hosts(&cli, args),
+        Command::Generations(args) => generations::run(&cli, args),
         Command::Status { json } => status(&cli, *json),
         Command::Reload => reload(&cli),
         Command::ReapNow { dry_run, json } => reap_now(&cli, *dry_run, *json),

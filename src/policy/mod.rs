@@ -8,6 +8,7 @@ mod cli_options;
 mod duplicates;
 mod evidence;
 mod facts;
+pub mod generations;
 pub(crate) mod grace;
 mod guard;
 pub mod lineage;

@@ -2,6 +2,8 @@
 //! small units (bytes, ages) every view shares.
 
 pub mod desktop;
+pub mod generations;
+pub mod generations_text;
 pub mod human;
 pub mod journal;
 pub mod json;
