@@ -132,3 +132,51 @@ fn twelve_copies_in_four_generations_under_one_live_host() {
 fn wait_until_alive(sb: &Sandbox) -> bool {
     common::wait_until(Duration::from_secs(1), || sb.all_pids().iter().all(|&p| common::alive(p)))
 }
+
+/// Claude Code's own layout: servers on a socketpair whose other end the
+/// host holds (the socket diagnostics name the holder), started together:
+/// one generation, every transport held. Ending the host's end of one
+/// makes that copy's transport no longer held.
+#[test]
+fn copies_on_socketpairs_started_together_are_one_generation() {
+    let dir = TempDir::new("generations-socket");
+    let cue = dir.path().join("close");
+    let server = || Spec::new(&["uvx", "mcp-server-fetch"]).stdio_socket();
+    let host = Spec::new(&["claude", "--resume"])
+        .stdio_pty()
+        .child(server())
+        .child(server())
+        .child(server().close_stdin_when(&cue));
+    let sb = Sandbox::new(vec![host]);
+    let cfg = sb.dir().config(0, "");
+    let scope = s(sb.scope_pid());
+    let look = || {
+        let out = common::reaperctl(["generations", "--json", "--config", &s(cfg.display()), "--scope", &scope]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let v = look();
+    let fetch = by_command(&v["hosts"][0], "mcp-server-fetch");
+    assert_eq!(fetch["copies"], 3, "{v:#}");
+    assert_eq!(fetch["generation_count"], 1, "{v:#}");
+    let held = |f: &Value| -> Vec<Value> {
+        f["generations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["copies"].as_array().unwrap().iter().map(|c| c["host_holds_transport"].clone()))
+            .collect()
+    };
+    assert!(held(fetch).iter().all(|h| *h == true), "{fetch:#}");
+
+    std::fs::write(&cue, "").unwrap();
+    let mut last = Value::Null;
+    let dropped = common::wait_until(Duration::from_secs(60), || {
+        last = look();
+        held(by_command(&last["hosts"][0], "mcp-server-fetch")).iter().filter(|h| **h == false).count() == 1
+    });
+    assert!(dropped, "one copy's transport should read as no longer held: {last:#}");
+    let copies = by_command(&last["hosts"][0], "mcp-server-fetch")["generations"][0]["copies"].clone();
+    let let_go = copies.as_array().unwrap().iter().find(|c| c["host_holds_transport"] == false).unwrap();
+    assert_eq!(let_go["verdict"], "abandoned", "{let_go:#}");
+}

@@ -32,6 +32,8 @@ pub struct Copy {
     /// Whether the host itself still holds the far end of the copy's
     /// transport; `None` when that was not asked or could not be told.
     pub held: Option<bool>,
+    /// The tree's verdict: `live` mostly; `abandoned` once the host let go.
+    pub verdict: Verdict,
 }
 
 /// Copies started together, oldest first.
@@ -75,6 +77,7 @@ pub fn generations(snap: &Snapshot, judgements: &[Judgement], session: impl Fn(u
             members: j.members.iter().map(|&(m, _)| m).collect(),
             session: session(j.root),
             held: held(snap, j),
+            verdict: j.verdict,
         };
         by_command.entry((h, p.program.line(&p.cmdline))).or_default().push(copy);
     }

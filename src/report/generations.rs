@@ -107,6 +107,8 @@ pub struct CopyOut {
     /// end, socket's peer); `null`: not known.
     pub host_holds_transport: Option<bool>,
     pub session: Option<String>,
+    /// The tree's verdict, as `scan` gives it.
+    pub verdict: crate::policy::Verdict,
 }
 
 /// The report for `groups`, with each copy's `usage` (by root index).
@@ -151,6 +153,7 @@ pub fn build(snap: &Snapshot, groups: &[Group], usage: &HashMap<usize, Usage>) -
                         io_unreadable_members: u.io_unreadable,
                         host_holds_transport: c.held,
                         session: c.session.clone(),
+                        verdict: c.verdict,
                     }
                 })
                 .collect();

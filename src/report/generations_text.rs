@@ -125,8 +125,9 @@ fn copy_line(c: &CopyOut) -> String {
     } else {
         format!("{} ({})", bytes(c.memory_bytes), c.memory_source)
     };
+    let verdict = if c.verdict == crate::policy::Verdict::Live { String::new() } else { format!(" · {}", c.verdict) };
     format!(
-        "pid {} · age {} · {} {} · {mem} · cpu {cpu} · {io} · {held}",
+        "pid {} · age {} · {} {} · {mem} · cpu {cpu} · {io} · {held}{verdict}",
         c.pid,
         age(c.age_secs),
         c.members,
@@ -161,6 +162,7 @@ mod tests {
             io_unreadable_members: 0,
             host_holds_transport: Some(true),
             session: None,
+            verdict: crate::policy::Verdict::Live,
         }
     }
 
