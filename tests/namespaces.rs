@@ -172,3 +172,67 @@ fn a_containers_orphans_are_reaped_from_outside_only_when_asked() {
         assert!(alive(p), "{p} must live: {v:#}");
     }
 }
+
+// ------------------------------------------------------------ 3. a client the daemon cannot see
+
+/// The daemon in a PID namespace of its own (as in a container), ended with
+/// its namespace on drop: SIGKILL to its PID 1, the one child of `unshare`.
+struct DaemonInside {
+    unshare: std::process::Child,
+}
+
+impl Drop for DaemonInside {
+    fn drop(&mut self) {
+        if let Some(&init) = common::descendants_of(self.unshare.id().cast_signed()).first() {
+            sigkill(init);
+        }
+        let _ = self.unshare.wait();
+    }
+}
+
+/// `reaperctl status` from outside the daemon's PID namespace: the daemon
+/// cannot see the client's pid (`SO_PEERCRED` gives 0), so it refuses with a
+/// reason the client prints (not a bare `Broken pipe`), and logs that once
+/// however many such clients come.
+#[test]
+fn a_client_outside_the_daemons_pid_namespace_is_refused_with_a_reason_logged_once() {
+    let test = "a_client_outside_the_daemons_pid_namespace_is_refused_with_a_reason_logged_once";
+    let Some(unshare) = pid_namespace_tool(test, "to run the daemon in a PID namespace of its own") else { return };
+    let dir = TempDir::new("pidns-client");
+    let cfg = dir.config(0, "");
+    let (sock, log) = (dir.path().join("control.sock"), dir.path().join("daemon.log"));
+    // Dry run, and alone in its namespace (its own /proc): nothing to act on.
+    let _daemon = DaemonInside {
+        unshare: Command::new(unshare)
+            .args(["--pid", "--fork", "--mount-proc", "--kill-child", "--"])
+            .arg(env!("CARGO_BIN_EXE_mcp-reaperd"))
+            .args(["--dry-run", "--log-target", "stderr", "--log-level", "debug", "--config"])
+            .arg(&cfg)
+            .arg("--socket")
+            .arg(&sock)
+            .arg("--state-file")
+            .arg(dir.path().join("state.json"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawning unshare"),
+    };
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        wait_until(Duration::from_secs(60), || sock.exists() && log_text().contains("events=")),
+        "the daemon did not start:\n{}",
+        log_text()
+    );
+    for _ in 0..3 {
+        let out = common::reaperctl(["status", "--socket", sock.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "refused, not answered: {out:?}");
+        assert!(!err.contains("Broken pipe"), "a reason, not a broken pipe: {err}");
+        assert!(err.contains("PID namespace"), "the client prints why: {err}");
+    }
+    let logged = || log_text().lines().filter(|l| l.contains("cannot see the pid of")).count();
+    assert!(wait_until(Duration::from_secs(20), || logged() >= 1), "logged:\n{}", log_text());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(logged(), 1, "logged once, not per connection:\n{}", log_text());
+}

@@ -138,14 +138,33 @@ pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx:
     let reserve = std::sync::Arc::new(Semaphore::new(RESERVED));
     let per_uid: Rc<RefCell<Counts<u32>>> = Rc::default();
     let per_pid: Rc<RefCell<Counts<i32>>> = Rc::default();
+    let unseen = Unseen::default();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await; // EMFILE and friends
             continue;
         };
-        let Ok(peer) = rustix::net::sockopt::socket_peercred(&stream) else { continue };
-        let uid = peer.uid.as_raw();
-        let pid = peer.pid.as_raw_nonzero().get();
+        let (uid, pid) = match peer_cred(&stream) {
+            Ok((uid, pid)) if pid > 0 => (uid, pid),
+            seen => {
+                let why = match seen {
+                    Ok((uid, _)) => format!(
+                        "cannot see the pid of a client (uid {uid} as the daemon sees it): it runs in another PID \
+                         namespace, outside the daemon's; run reaperctl in the daemon's PID namespace"
+                    ),
+                    Err(e) => format!("cannot tell who a client is (SO_PEERCRED: {e})"),
+                };
+                unseen.note(&why);
+                // Bounded like any client: without a slot, just close.
+                if let Ok(permit) = slots.clone().try_acquire_owned() {
+                    tokio::task::spawn_local(async move {
+                        let _permit = permit;
+                        refuse(stream, UNSEEN).await;
+                    });
+                }
+                continue;
+            }
+        };
         let privileged = uid == 0 || uid == shared.borrow().self_uid;
         let over = per_pid.borrow().get(&pid) >= PER_PID || (!privileged && per_uid.borrow().get(&uid) >= PER_UID);
         let permit = if over {
@@ -172,34 +191,79 @@ pub async fn serve(listener: UnixListener, shared: Rc<RefCell<Shared>>, loop_tx:
                 });
             }
             None => {
-                tokio::task::spawn_local(async move {
-                    let mut stream = stream;
-                    // Take the request off the wire first, so the client's
-                    // write succeeds and it reads the answer.
-                    let mut sink = [0u8; 4096];
-                    let _ = tokio::time::timeout(Duration::from_millis(100), stream.read(&mut sink)).await;
-                    let _ = tokio::time::timeout(
-                        Duration::from_millis(200),
-                        stream.write_all(&proto::encode(&Reply::error(
-                            ErrorKind::Busy,
-                            "busy: too many clients, try again",
-                        ))),
-                    )
-                    .await;
-                });
+                tokio::task::spawn_local(refuse(stream, BUSY));
             }
         }
     }
 }
 
+const BUSY: (ErrorKind, &str) = (ErrorKind::Busy, "busy: too many clients, try again");
+const UNSEEN: (ErrorKind, &str) = (
+    ErrorKind::PermissionDenied,
+    "refused: the daemon cannot see this client's process (it runs in another PID namespace, outside the \
+     daemon's), so it cannot tell what it may show or do; run reaperctl in the daemon's PID namespace \
+     (e.g. on the host, or `nsenter --target <daemon pid> --pid`)",
+);
+
+/// Answers `why` without serving the request: taken off the wire first, so
+/// the client's write succeeds and it reads the answer.
+async fn refuse(mut stream: UnixStream, (kind, why): (ErrorKind, &'static str)) {
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_millis(100), stream.read(&mut sink)).await;
+    let _ =
+        tokio::time::timeout(Duration::from_millis(200), stream.write_all(&proto::encode(&Reply::error(kind, why))))
+            .await;
+}
+
+/// The peer's uid and pid as this daemon's namespaces see them; pid 0 when
+/// the peer's process is in a PID namespace the daemon cannot see into.
+/// (Not rustix's `socket_peercred`: its `UCred` holds a non-zero `Pid`, and
+/// a 0 there reads as an error.)
+fn peer_cred(stream: &UnixStream) -> io::Result<(u32, i32)> {
+    let cred = stream.peer_cred()?;
+    Ok((cred.uid(), cred.pid().unwrap_or(0)))
+}
+
+/// Clients the daemon cannot identify, logged once and then at most once an
+/// hour with how many came meanwhile: a script retrying from a container
+/// does not fill the journal.
+#[derive(Default)]
+struct Unseen {
+    last: std::cell::Cell<Option<std::time::Instant>>,
+    since: std::cell::Cell<u64>,
+}
+
+impl Unseen {
+    const EVERY: Duration = Duration::from_secs(3600);
+
+    fn note(&self, why: &str) {
+        let now = std::time::Instant::now();
+        if self.last.get().is_some_and(|t| now.duration_since(t) < Self::EVERY) {
+            self.since.set(self.since.get() + 1);
+            return;
+        }
+        let more = self.since.replace(0);
+        let more = if more > 0 {
+            format!(" ({more} more such client(s) refused since the last notice)")
+        } else {
+            String::new()
+        };
+        tracing::warn!(
+            reaper_action = "error",
+            "refused a client: the daemon {why}{more}; logged at most \
+             once an hour"
+        );
+        self.last.set(Some(now));
+    }
+}
+
 async fn client(mut stream: UnixStream, shared: Rc<RefCell<Shared>>, loop_tx: mpsc::Sender<LoopRequest>) {
-    let Ok(peer) = rustix::net::sockopt::socket_peercred(&stream) else { return };
-    let uid = peer.uid.as_raw();
+    let Ok((uid, pid)) = peer_cred(&stream) else { return };
     // The client gets CLIENT_TIMEOUT to send its request and again to take
     // the reply; the wait in between is ours (a reap-now lasts a whole cycle,
     // up to the term timeout and more on a loaded machine).
     let reply = match tokio::time::timeout(CLIENT_TIMEOUT, read_request(&mut stream)).await {
-        Ok(Ok(req)) => handle(req, uid, peer.pid.as_raw_nonzero().get(), &shared, &loop_tx).await,
+        Ok(Ok(req)) => handle(req, uid, pid, &shared, &loop_tx).await,
         Ok(Err(msg)) => Reply::error(ErrorKind::BadRequest, msg),
         Err(_) => {
             Reply::error(ErrorKind::BadRequest, format!("no complete request within {}s", CLIENT_TIMEOUT.as_secs()))
