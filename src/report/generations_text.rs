@@ -25,6 +25,11 @@ pub fn render(r: &GenerationsReport) -> String {
     }
     let mut listed = 0;
     for h in &r.hosts {
+        // Bounded by commands listed, hosts included: a machine of many
+        // hosts must not print a header for each past the bound.
+        if listed == MAX_SERVERS {
+            break;
+        }
         line(
             &mut out,
             0,
@@ -206,5 +211,14 @@ mod tests {
         assert!(text.contains("… 44 generations between"), "{text}");
         assert!(text.contains("… and 10 more server commands"), "{text}");
         assert!(text.contains("idle: needs the daemon's samples"), "{text}");
+
+        let mut many = r.clone();
+        let one = many.hosts[0].clone();
+        many.hosts = (0..500)
+            .map(|k| HostCopies { host_pid: k, servers: vec![one.servers[0].clone()], ..one.clone() })
+            .collect();
+        let text = render(&many);
+        assert_eq!(text.lines().filter(|l| l.starts_with("HOST ")).count(), MAX_SERVERS, "one header per listed host");
+        assert!(text.contains("… and 480 more server commands"), "{text}");
     }
 }
