@@ -12,8 +12,55 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `.TH NAME SECTION DATE SOURCE MANUAL`: the source and the manual name the
+/// package, the date is this version's release date (below).
 fn mangen(cmd: clap::Command, section: &str) -> clap_mangen::Man {
-    clap_mangen::Man::new(cmd).section(section).date("").source(format!("mcp-reaper {}", env!("CARGO_PKG_VERSION")))
+    clap_mangen::Man::new(cmd).section(section).date(release_date()).source(source()).manual(MANUAL)
+}
+
+const MANUAL: &str = "mcp-reaper manual";
+
+fn source() -> String {
+    format!("mcp-reaper {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The date of this version's release, from the first entry of the Debian
+/// changelog (`-- NAME <MAIL>  Thu, 26 Nov 2026 12:00:00 +0000`), as
+/// YYYY-MM-DD: fixed for a version, so the pages do not change with the day
+/// they are generated.
+fn release_date() -> String {
+    let log = std::fs::read_to_string(root().join("packaging/deb/changelog")).unwrap();
+    let first = log.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("mcp-reaper ({}-", env!("CARGO_PKG_VERSION"))),
+        "packaging/deb/changelog's first entry is not version {}: {first}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let trailer = log.lines().find_map(|l| l.strip_prefix(" -- ")).expect("a changelog trailer");
+    let date = trailer.split("  ").nth(1).expect("the trailer's date");
+    // "Thu, 26 Nov 2026 12:00:00 +0000"
+    let f: Vec<&str> = date.split_whitespace().collect();
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let month = months.iter().position(|m| *m == f[2]).expect("a month name") + 1;
+    format!("{}-{month:02}-{:0>2}", f[3], f[1])
+}
+
+/// `clap_mangen`'s SYNOPSIS names no option's argument (`[--config]`): each
+/// option that takes one gets its value name (`[--config PATH]`).
+fn synopsis(cmd: &clap::Command, m: &clap_mangen::Man) -> String {
+    let mut s = part(|w| m.render_synopsis_section(w));
+    for a in cmd.get_arguments().filter(|a| !a.is_positional() && !a.is_hide_set()) {
+        let (Some(long), Some(names)) = (a.get_long(), a.get_value_names()) else { continue };
+        if !a.get_num_args().is_some_and(|n| n.takes_values()) {
+            continue;
+        }
+        let value = names.iter().map(|n| format!("\\fI{}\\fR", roff_text(n))).collect::<Vec<_>>().join(" ");
+        let opt = format!("\\fB\\-\\-{}\\fR", roff_text(long));
+        for close in ["]", ">"] {
+            s = s.replace(&format!("{opt}{close}"), &format!("{opt} {value}{close}"));
+        }
+    }
+    s
 }
 
 /// One of `clap_mangen`'s sections as roff text.
@@ -74,7 +121,7 @@ fn ctl_man() -> Vec<u8> {
     let mut o = String::new();
     o.push_str(&part(|w| m.render_title(w)));
     o.push_str(&part(|w| m.render_name_section(w)));
-    o.push_str(&part(|w| m.render_synopsis_section(w)));
+    o.push_str(&synopsis(&cmd, &m));
     o.push_str(&unmark(&part(|w| m.render_description_section(w))));
     o.push_str(&unmark(&part(|w| m.render_options_section(w))));
     o.push_str(".SH COMMANDS\n");
@@ -82,7 +129,7 @@ fn ctl_man() -> Vec<u8> {
         let name = sub.get_name();
         let _ = writeln!(o, ".SS \"reaperctl {}\"", roff_text(name));
         let sm = mangen(sub.clone(), "1");
-        let synopsis = part(|w| sm.render_synopsis_section(w));
+        let synopsis = synopsis(sub, &sm);
         // `reaperctl-scan [OPTIONS]` is `reaperctl scan [OPTIONS]`.
         let synopsis = synopsis.replacen(".SH SYNOPSIS\n", "", 1).replacen(
             &format!("reaperctl\\-{}", roff_text(name)),
@@ -105,7 +152,8 @@ fn ctl_man() -> Vec<u8> {
     o.push_str(&tagged(
         "EXIT STATUS",
         &[
-            ("0", "Success; for `scan`, also when trees would be reaped."),
+            ("0", "Success; for `scan` without `--exit-code`, also when trees would be reaped."),
+            ("1", "`scan --exit-code`: a tree would be reaped now (as `git diff --exit-code` exits 1 on a difference)."),
             ("64", "Usage error."),
             ("69", "The daemon is not running, or is stopping; `doctor`: the reaper could not work here."),
             ("70", "Internal error."),
@@ -150,11 +198,11 @@ fn ctl_man() -> Vec<u8> {
 fn daemon_man() -> Vec<u8> {
     let mut cmd = mcp_reaper::daemon::Args::command();
     cmd.build();
-    let m = mangen(cmd, "8");
+    let m = mangen(cmd.clone(), "8");
     let mut o = String::new();
     o.push_str(&part(|w| m.render_title(w)));
     o.push_str(&part(|w| m.render_name_section(w)));
-    o.push_str(&part(|w| m.render_synopsis_section(w)));
+    o.push_str(&synopsis(&cmd, &m));
     o.push_str(&unmark(&part(|w| m.render_description_section(w))));
     o.push_str(&unmark(&part(|w| m.render_options_section(w))));
     o.push_str(&tagged(
@@ -214,10 +262,29 @@ fn config_man() -> Vec<u8> {
     let text = mcp_reaper::config::DEFAULT_TOML;
     let esc = |l: &str| l.replace('\\', "\\\\").replace('-', "\\-");
     let mut o = String::new();
-    writeln!(o, ".TH MCP-REAPER.TOML 5 \"\" \"mcp-reaper {}\" \"File Formats\"", env!("CARGO_PKG_VERSION")).unwrap();
+    writeln!(o, ".TH MCP-REAPER.TOML 5 {} \"{}\" \"{MANUAL}\"", release_date(), source()).unwrap();
     o.push_str(".SH NAME\nmcp-reaper.toml \\- configuration of mcp\\-reaperd and reaperctl\n");
-    o.push_str(".SH SYNOPSIS\n/etc/mcp\\-reaper/config.toml, /etc/mcp\\-reaper/config.d/*.toml\n.br\n~/.config/mcp\\-reaper/config.toml (user daemon)\n");
-    o.push_str(".SH DESCRIPTION\nThe defaults below are embedded in the binaries. A config file only needs the keys it changes; drop\\-ins in config.d/ are applied after it in name order; a list that is set replaces the default list. Invalid files are refused with file:line:column and key path (exit 78); a running daemon keeps its previous configuration. Check a file with \\fBreaperctl validate \\-\\-config\\fR \\fIPATH\\fR.\n");
+    o.push_str(".SH SYNOPSIS\n/etc/mcp\\-reaper/config.toml, /etc/mcp\\-reaper/config.d/*.toml\n.br\n~/.config/mcp\\-reaper/config.toml, ~/.config/mcp\\-reaper/config.d/*.toml (a user's daemon and reaperctl)\n");
+    let prose = |t: &str| unmark(&roff_text(t));
+    o.push_str(".SH DESCRIPTION\n");
+    o.push_str(&prose("TOML that configures `mcp-reaperd`(8) and `reaperctl`(1). The defaults, under DEFAULTS below, are embedded in the binaries: a file only needs the keys it changes, and an empty file (or none) means the defaults. Invalid files are refused with file:line:column and key path (exit 78); a running daemon keeps its previous configuration. Check a file with `reaperctl validate --config PATH`; `reaperctl config` prints the configuration in effect, each value with the file and line it came from."));
+    o.push_str("\n.SH \"FILES AND PRECEDENCE\"\n");
+    o.push_str(&prose(
+        "Read in this order, each applied over the ones before it, key by key (the last one to set a key wins):",
+    ));
+    for (n, step) in [
+        "The embedded default (DEFAULTS below).",
+        "The main file: /etc/mcp-reaper/config.toml as root; $XDG_CONFIG_HOME/mcp-reaper/config.toml (~/.config/mcp-reaper/config.toml) for a user; or the file `--config PATH` names. A missing default file is not an error; a missing named one is.",
+        "The drop-ins: every *.toml file in the directory config.d/ beside the main file, in name order (10-a.toml before 20-b.toml); other files there are ignored.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let _ = write!(o, "\n.IP {}. 4\n{}", n + 1, prose(step));
+    }
+    o.push_str("\n.PP\n");
+    o.push_str(&prose("A table that is set merges with the default table key by key; a list that is set replaces the default list (to add to one, copy it). `--config -` reads the embedded default alone, with no file and no drop-in. Root's and a user's files are separate: the system daemon never reads a user's file. The daemon reloads on SIGHUP and when the file or a drop-in changes."));
+    o.push('\n');
     o.push_str(".SH DEFAULTS\n.nf\n");
     for line in text.lines() {
         let mut l = esc(line);
@@ -235,8 +302,35 @@ fn config_man() -> Vec<u8> {
         o.push_str(&l);
         o.push('\n');
     }
-    o.push_str(".fi\n.SH SEE ALSO\n\\fBmcp\\-reaperd\\fR(8), \\fBreaperctl\\fR(1)\n");
+    o.push_str(".fi\n");
+    o.push_str(&config_examples());
+    o.push_str(".SH SEE ALSO\n\\fBmcp\\-reaperd\\fR(8), \\fBreaperctl\\fR(1)\n");
     o.into_bytes()
+}
+
+/// mcp-reaper.toml(5)'s EXAMPLES: each a whole file (checked by
+/// `every_toml_example_in_readme_docs_and_man_pages_validates`).
+fn config_examples() -> String {
+    let items: &[(&str, &str)] = &[
+        (
+            "A dry run first, as a drop-in beside the packaged file (remove it to enforce): /etc/mcp-reaper/config.d/00-dry-run.toml",
+            "[reaper]\nmode = \"dry-run\"\n",
+        ),
+        (
+            "A longer grace and no reaping of stale hosts, all else default: /etc/mcp-reaper/config.toml",
+            "[reaper]\ngrace_secs = 300\nreap_stale_hosts = false\n",
+        ),
+        (
+            "Metrics for node_exporter's textfile collector and a secret the defaults do not know, in a drop-in: /etc/mcp-reaper/config.d/50-site.toml",
+            "[daemon]\nmetrics_textfile = \"/var/lib/node_exporter/textfile_collector/mcp_reaper.prom\"\n\n[redact]\nextra_patterns = ['--license (\\S+)']\n",
+        ),
+    ];
+    let mut o = ".SH EXAMPLES\n".to_string();
+    for (what, toml) in items {
+        let _ =
+            write!(o, ".PP\n{}\n.PP\n.RS\n.nf\n{}\n.fi\n.RE\n", unmark(&roff_text(what)), roff_text(toml.trim_end()));
+    }
+    o
 }
 
 fn completion(cmd: clap::Command, name: &str, shell: Shell) -> Vec<u8> {
@@ -725,4 +819,73 @@ fn readme_opens_with_the_run_and_test_commands_ci_runs() {
         "`.ci/run` does not run the README's test command `{}`",
         commands[1]
     );
+}
+
+/// Issue 36 item 10: `.TH NAME SECTION DATE SOURCE MANUAL` with all five;
+/// SYNOPSIS names each option's argument; reaperctl(1) gives `scan
+/// --exit-code`'s 1; mcp-reaper.toml(5) says where files are read from and in
+/// what order, and has EXAMPLES; docs/commands.md names `--exit-code`.
+#[test]
+fn man_pages_have_a_full_title_argument_names_and_the_config_precedence() {
+    let date = release_date();
+    assert!(date.len() == 10 && date.as_bytes()[4] == b'-', "release date {date}");
+    let version = env!("CARGO_PKG_VERSION");
+    let pages =
+        [("reaperctl", "1", ctl_man()), ("mcp-reaperd", "8", daemon_man()), ("MCP-REAPER.TOML", "5", config_man())];
+    for (name, section, bytes) in &pages {
+        let page = String::from_utf8(bytes.clone()).unwrap();
+        let th = page.lines().find(|l| l.starts_with(".TH ")).unwrap();
+        assert_eq!(
+            th.trim_end(),
+            format!(".TH {name} {section} {date} \"mcp-reaper {version}\" \"mcp-reaper manual\"")
+        );
+    }
+    let ctl = String::from_utf8(ctl_man()).unwrap();
+    let daemon = String::from_utf8(daemon_man()).unwrap();
+    for (page, want) in [
+        (&ctl, "[\\fB\\-\\-config\\fR \\fIPATH\\fR]"),
+        (&ctl, "[\\fB\\-\\-socket\\fR \\fIPATH\\fR]"),
+        (&ctl, "[\\fB\\-\\-scope\\fR \\fIPID\\fR]"),
+        (&daemon, "[\\fB\\-\\-config\\fR \\fIPATH\\fR]"),
+        (&daemon, "[\\fB\\-\\-state\\-file\\fR \\fIPATH\\fR]"),
+    ] {
+        assert!(page.contains(want), "a SYNOPSIS lacks {want}");
+    }
+    // No option in any SYNOPSIS that takes a value is shown without it.
+    for (cmd, page) in [(mcp_reaper::ctl::Cli::command(), &ctl), (mcp_reaper::daemon::Args::command(), &daemon)] {
+        let mut cmd = cmd;
+        cmd.build();
+        let mut all = vec![cmd.clone()];
+        all.extend(cmd.get_subcommands().cloned());
+        for c in all {
+            for a in
+                c.get_arguments().filter(|a| !a.is_hide_set() && a.get_num_args().is_some_and(|n| n.takes_values()))
+            {
+                let Some(long) = a.get_long() else { continue };
+                let bare = format!("\\fB\\-\\-{}\\fR]", roff_text(long));
+                assert!(!page.contains(&bare), "SYNOPSIS shows --{long} without its argument");
+            }
+        }
+    }
+    let exit = ctl.split(".SH \"EXIT STATUS\"").nth(1).unwrap().split(".SH").next().unwrap();
+    assert!(
+        exit.contains(".TP\n\\fB1\\fR\n") && exit.contains("\\-\\-exit\\-code"),
+        "reaperctl(1) EXIT STATUS lacks 1:\n{exit}"
+    );
+    let commands = std::fs::read_to_string(root().join("docs/commands.md")).unwrap();
+    assert!(commands.contains("--exit-code"), "docs/commands.md does not name scan --exit-code");
+    let config = String::from_utf8(config_man()).unwrap();
+    for want in [
+        ".SH \"FILES AND PRECEDENCE\"",
+        "/etc/mcp\\-reaper/config.toml",
+        "$XDG_CONFIG_HOME/mcp\\-reaper/config.toml",
+        "config.d/",
+        "in name order",
+        "only needs the keys it changes",
+        ".SH EXAMPLES",
+    ] {
+        assert!(config.contains(want), "mcp-reaper.toml(5) lacks {want}");
+    }
+    let examples = config.split(".SH EXAMPLES").nth(1).unwrap();
+    assert!(examples.matches(".nf\n").count() >= 2, "mcp-reaper.toml(5) EXAMPLES has fewer than two files");
 }
