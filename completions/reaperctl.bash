@@ -409,13 +409,17 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__history)
-            opts="-h --since --json --config --socket --help"
+            opts="-h --since --json --state-file --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

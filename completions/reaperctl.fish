@@ -85,6 +85,7 @@ complete -c reaperctl -n "__fish_reaperctl_using_subcommand metrics" -l config -
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand metrics" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand metrics" -s h -l help -d 'Print help'
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand history" -l since -d 'Only what was reaped in the last DURATION: a number and a unit, s, m, h, d or w (`30d`, `12h`)' -r
+complete -c reaperctl -n "__fish_reaperctl_using_subcommand history" -l state-file -d 'Read the ledger beside this state file (`history.json` in its directory), as a daemon started with `mcp-reaperd --state-file PATH` writes it; the daemon is not asked' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand history" -l config -d 'Config file (default: /etc/mcp-reaper/config.toml for root, ~/.config/mcp-reaper/config.toml otherwise; drop-ins in config.d/ beside it). `-` means the embedded default alone' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand history" -l socket -d 'Control socket of the daemon (default: from the config, else /run/mcp-reaper/control.sock for root, $XDG_RUNTIME_DIR/mcp-reaper/control.sock otherwise)' -r -F
 complete -c reaperctl -n "__fish_reaperctl_using_subcommand history" -l json -d 'Print the ledger as JSON (entries, their totals, the lifetime totals)'

@@ -249,6 +249,25 @@ fn what_once_and_the_daemon_reap_is_in_the_history_and_outlives_a_restart() {
     assert!(!bad.status.success() && text(&bad.stderr).contains("unknown unit"), "{}", text(&bad.stderr));
 }
 
+/// Issue 36: the README's quickstart names the state file on the daemon's
+/// command line (`--state-file`), not in a config; `history --state-file`
+/// reads the ledger beside it.
+#[test]
+fn history_reads_the_ledger_beside_a_state_file_named_on_the_command_line() {
+    let sb = playwright_sandbox();
+    let (host, npm) = (sb.pid_of("claude"), sb.pid_of("npm exec"));
+    sb.kill_host(host);
+    let cfg = sb.dir().config(0, "");
+    let elsewhere = TempDir::new("operator-state-file");
+    let state = elsewhere.path().join("state.json");
+    let (once, _) = common::once_output(Some(sb.scope_pid()), &cfg, &["--state-file", &s(state.display())]);
+    assert_eq!(once["outcomes"].as_array().map(Vec::len), Some(1), "{once:#}");
+    assert!(elsewhere.path().join("history.json").exists(), "the ledger is beside the state file");
+    let h = history(&cfg, &["--state-file", &s(state.display())]);
+    assert_eq!(roots(&h), [i64::from(npm)], "{h:#}");
+    assert_eq!(h["path"], s(elsewhere.path().join("history.json").display()), "{h:#}");
+}
+
 /// Issue 34: a user names each process of an orphaned tree with a distinct
 /// 3 KB `argv[0]` (120 members); reaped again and again, each entry of the
 /// ledger stays a few names long, the rest counted.

@@ -1,7 +1,8 @@
 //! `reaperctl history`: what was reaped, when, and what it returned, from
 //! the ledger beside the state file ([`crate::history`]). Read from the file
 //! when this user can; else the running daemon is asked (a user then sees
-//! their own trees); `--socket` asks that daemon first.
+//! their own trees); `--socket` asks that daemon first; `--state-file` reads
+//! the ledger beside that state file and nothing else.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -21,6 +22,11 @@ pub struct HistoryArgs {
     /// Print the ledger as JSON (entries, their totals, the lifetime totals).
     #[arg(long)]
     pub json: bool,
+    /// Read the ledger beside this state file (`history.json` in its
+    /// directory), as a daemon started with `mcp-reaperd --state-file PATH`
+    /// writes it; the daemon is not asked.
+    #[arg(long, value_name = "PATH")]
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 /// `30d`, `12h`, `90m`, `45s`, `2w`: one number, one unit. (Hand-written:
@@ -48,9 +54,16 @@ pub fn run(cli: &Cli, args: &HistoryArgs) -> ExitCode {
     };
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
     let since_unix = args.since.map(|d| now.saturating_sub(d.as_secs()));
-    let path = history::beside(&crate::paths::state_file(cfg.state_file.as_deref()));
-    let local = if cli.socket.is_some() { None } else { Some(history::load(&path)) };
+    let named = args.state_file.as_deref();
+    let path = history::beside(&crate::paths::state_file(named.or(cfg.state_file.as_deref())));
+    let local = if cli.socket.is_some() && named.is_none() { None } else { Some(history::load(&path)) };
     let view = match local {
+        // A state file named here: that ledger, or why not; no daemon asked.
+        Some(Ok(None)) if named.is_some() => View::new(&path, None, since_unix, None),
+        Some(Err(history::ReadError::Io(e))) if named.is_some() => {
+            crate::say_err!("reaperctl: cannot read the history {}: {e}", path.display());
+            return ExitCode::from(exit::NOPERM);
+        }
         Some(Ok(Some(ledger))) => View::new(&path, Some(&ledger), since_unix, None),
         Some(Err(history::ReadError::Corrupt(why))) => {
             crate::say_err!("reaperctl: the history {} is corrupt ({why})", path.display());
