@@ -135,10 +135,15 @@ pub fn session_token(raw: &[u8]) -> Option<String> {
 }
 
 /// The last `name=value` of a raw `/proc/PID/environ` (the one `getenv`
-/// returns), validated by [`session_token`].
+/// returns), validated by [`session_token`]. Only entries ended by their
+/// NUL count: a read cut at its bound ends mid-entry, and a uuid cut short
+/// would still look like a session.
 pub fn session_in_environ(environ: &[u8], name: &str) -> Option<String> {
-    let raw =
-        environ.split(|&b| b == 0).filter_map(|v| v.strip_prefix(name.as_bytes())?.strip_prefix(b"=")).next_back()?;
+    let whole = environ.iter().rposition(|&b| b == 0).map_or(0, |i| i + 1);
+    let raw = environ[..whole]
+        .split(|&b| b == 0)
+        .filter_map(|v| v.strip_prefix(name.as_bytes())?.strip_prefix(b"="))
+        .next_back()?;
     session_token(raw)
 }
 

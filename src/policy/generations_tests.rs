@@ -108,15 +108,17 @@ fn session_ids_are_believed_only_when_they_look_like_one() {
     let last = b"CLAUDE_CODE_SESSION_ID=a\0CLAUDE_CODE_SESSION_ID=b\0";
     assert_eq!(session_in_environ(last, "CLAUDE_CODE_SESSION_ID").as_deref(), Some("b"), "getenv's");
     for hostile in [
-        &b"CLAUDE_CODE_SESSION_ID=\x1b[2Jx"[..],
-        b"CLAUDE_CODE_SESSION_ID=a b",
-        b"CLAUDE_CODE_SESSION_ID=\xe2\x80\xaeabc",
-        b"CLAUDE_CODE_SESSION_ID=",
-        b"XCLAUDE_CODE_SESSION_ID=abc",
-        b"CLAUDE_CODE_SESSION_IDX=abc",
+        &b"CLAUDE_CODE_SESSION_ID=\x1b[2Jx\0"[..],
+        b"CLAUDE_CODE_SESSION_ID=a b\0",
+        b"CLAUDE_CODE_SESSION_ID=\xe2\x80\xaeabc\0",
+        b"CLAUDE_CODE_SESSION_ID=\0",
+        b"XCLAUDE_CODE_SESSION_ID=abc\0",
+        b"CLAUDE_CODE_SESSION_IDX=abc\0",
     ] {
         assert_eq!(session_in_environ(hostile, "CLAUDE_CODE_SESSION_ID"), None, "{hostile:?}");
     }
+    let cut = b"PATH=/bin\0CLAUDE_CODE_SESSION_ID=0b9e4c1e-6f";
+    assert_eq!(session_in_environ(cut, "CLAUDE_CODE_SESSION_ID"), None, "an entry cut at the read's bound");
     assert!(session_token(&[b'a'; MAX_SESSION]).is_some());
     assert!(session_token(&[b'a'; MAX_SESSION + 1]).is_none());
 }
