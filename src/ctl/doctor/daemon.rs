@@ -12,7 +12,7 @@ pub fn daemon(cli: &Cli, cfg: &Config, here: &Platform) -> Check {
         return warn(
             "daemon",
             format!("no socket at {}", socket.display()),
-            format!("nothing is reaped until mcp-reaperd runs ({})", start_hint(here)),
+            format!("nothing is reaped until mcp-reaperd runs ({})", start_hint(here, crate::paths::is_root())),
         );
     }
     let asked = std::os::unix::net::UnixStream::connect(&socket).map_err(|e| e.to_string()).and_then(|mut s| {
@@ -40,8 +40,10 @@ pub fn daemon(cli: &Cli, cfg: &Config, here: &Platform) -> Check {
         Err(e) => warn(
             "daemon",
             format!("{} does not answer: {e}", socket.display()),
-            if here.systemd {
+            if here.systemd && crate::paths::is_root() {
                 "nothing is reaped until mcp-reaperd runs (`systemctl status mcp-reaper`)"
+            } else if here.systemd {
+                "nothing is reaped until mcp-reaperd runs (`systemctl --user status mcp-reaper`)"
             } else {
                 "nothing is reaped until mcp-reaperd runs (its log says why it stopped)"
             },
@@ -50,10 +52,13 @@ pub fn daemon(cli: &Cli, cfg: &Config, here: &Platform) -> Check {
 }
 
 /// How the daemon is started where it is not running: systemd's unit where
-/// systemd is PID 1, else the route docs/install.md gives for the platform.
-fn start_hint(here: &Platform) -> &'static str {
+/// systemd is PID 1 (root's the system unit, a user's the user unit,
+/// systemd/user/mcp-reaper.service), else the route docs/install.md gives for
+/// the platform.
+fn start_hint(here: &Platform, root: bool) -> &'static str {
     match here.kind {
-        _ if here.systemd => "`systemctl enable --now mcp-reaper`, in dry run first",
+        _ if here.systemd && root => "`systemctl enable --now mcp-reaper`, in dry run first",
+        _ if here.systemd => "`systemctl --user enable --now mcp-reaper`, in dry run first",
         Kind::Wsl2 | Kind::Wsl1 => {
             "no systemd here: a `[boot] command=` in /etc/wsl.conf starts it with the distribution, or \
              `systemd=true` there and the unit (docs/install.md, \"WSL2\")"
@@ -76,8 +81,10 @@ mod tests {
 
     #[test]
     fn where_there_is_no_systemd_the_daemon_check_names_the_route_that_starts_it() {
-        assert!(start_hint(&platform(Kind::Wsl2, false, "init")).contains("[boot] command="));
-        assert!(start_hint(&platform(Kind::Wsl2, true, "systemd")).contains("systemctl enable --now mcp-reaper"));
-        assert!(start_hint(&platform(Kind::Container, false, "tini")).contains("devcontainer Feature"));
+        assert!(start_hint(&platform(Kind::Wsl2, false, "init"), true).contains("[boot] command="));
+        assert!(start_hint(&platform(Kind::Wsl2, true, "systemd"), true).contains("systemctl enable --now mcp-reaper"));
+        let user = start_hint(&platform(Kind::Host, true, "systemd"), false);
+        assert!(user.contains("systemctl --user enable --now mcp-reaper"), "{user}");
+        assert!(start_hint(&platform(Kind::Container, false, "tini"), false).contains("devcontainer Feature"));
     }
 }
