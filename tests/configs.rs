@@ -235,17 +235,18 @@ fn every_broken_config_is_refused_with_file_line_and_column() {
         let root = tmp.path().join(&case.name);
         case.install(&root, &case.main);
         let out = validate(&root.join(&case.main));
-        let stdout = text(&out.stdout);
+        // Problems are said on stderr (issue 36).
+        let said = text(&out.stderr);
         if out.status.code() != Some(i32::from(exit::INVALID)) {
             wrong.push(format!(
-                "{}: exit {:?}, want {}:\n{stdout}{}",
+                "{}: exit {:?}, want {}:\n{}{said}",
                 case.name,
                 out.status,
                 exit::INVALID,
-                text(&out.stderr)
+                text(&out.stdout)
             ));
         }
-        wrong.extend(case.check(&stdout, &root, &case.main));
+        wrong.extend(case.check(&said, &root, &case.main));
     }
     eprintln!("validated {} broken configs in {} ms", cases.len() + generated().len(), t.elapsed().as_millis());
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));

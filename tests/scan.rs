@@ -363,12 +363,44 @@ fn scan_of_a_nonexistent_scope_fails_clearly() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a process id"));
 }
 
-/// Runs `reaperctl validate` on `text` and returns (exit code, stdout, file path).
+/// Runs `reaperctl validate` on `text` and returns (exit code, what it said,
+/// file path): "ok" on stdout, problems on stderr (issue 36) and nothing then
+/// on stdout.
 fn validate(text: &str) -> (Option<i32>, String, String) {
     let dir = TempDir::new("validate");
     let path = dir.write("bad.toml", text);
     let out = reaperctl(["validate", "--config", path.to_str().unwrap()]);
-    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), path.display().to_string())
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let said = if out.status.success() {
+        stdout.into_owned()
+    } else {
+        assert_eq!(stdout, "", "problems go to stderr, not stdout; stderr:\n{stderr}");
+        stderr.into_owned()
+    };
+    (out.status.code(), said, path.display().to_string())
+}
+
+/// Issue 36: problems are listed in the file's order (line, then column),
+/// however the loader found them (parse errors, unknown keys, values).
+#[test]
+fn validate_lists_problems_on_stderr_in_line_order() {
+    let text = "[patterns]\nprotect = [\"(\"]\nhosts = 3\n\n[reaper]\ngrace_secs = \"x\"\nbogus = 1\nmin_uid = -5\n\n\
+                [daemon]\nnope = 2\n";
+    let (code, out, file) = validate(text);
+    assert_eq!(code, Some(78), "{out}");
+    let positions: Vec<(usize, usize)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{file}:")))
+        .map(|rest| {
+            let mut it = rest.splitn(3, ':').map(|n| n.parse::<usize>().unwrap());
+            (it.next().unwrap(), it.next().unwrap())
+        })
+        .collect();
+    assert_eq!(positions.len(), 6, "{out}");
+    let mut sorted = positions.clone();
+    sorted.sort_unstable();
+    assert_eq!(positions, sorted, "in line order:\n{out}");
+    assert_eq!(out.lines().last(), Some("6 problems found"), "{out}");
 }
 
 #[test]

@@ -52,3 +52,21 @@ impl fmt::Display for ConfigErrors {
 }
 
 impl std::error::Error for ConfigErrors {}
+
+impl ConfigErrors {
+    /// In the order a reader meets them: files in the order they were read
+    /// (the order problems first name them), each file's problems by line
+    /// and column, a whole-file problem first (found per pass: syntax, keys,
+    /// values, so otherwise out of order).
+    pub fn in_file_order(mut self) -> ConfigErrors {
+        let mut files: Vec<String> = Vec::new();
+        for e in &self.0 {
+            if !files.contains(&e.file) {
+                files.push(e.file.clone());
+            }
+        }
+        let rank = |f: &str| files.iter().position(|x| x == f).unwrap_or(usize::MAX);
+        self.0.sort_by_key(|e| (rank(&e.file), e.position.unwrap_or((0, 0))));
+        self
+    }
+}

@@ -88,7 +88,7 @@ impl Config {
             None => {}
         }
         if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
+            return Err(ConfigErrors(errors).in_file_order());
         }
         Config::finish(draft, used)
     }
@@ -100,7 +100,7 @@ impl Config {
         apply_text(&mut draft, DEFAULT_NAME, DEFAULT_TOML, &mut errors);
         apply_text(&mut draft, name, text, &mut errors);
         if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
+            return Err(ConfigErrors(errors).in_file_order());
         }
         Config::finish(draft, vec![DEFAULT_NAME.to_string(), name.to_string()])
     }

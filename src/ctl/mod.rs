@@ -204,9 +204,9 @@ fn validate(cli: &Cli) -> ExitCode {
         }
         Err(errs) => {
             for e in &errs.0 {
-                crate::say!("{e}");
+                crate::say_err!("{e}");
             }
-            crate::say!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
+            crate::say_err!("{} problem{} found", errs.0.len(), if errs.0.len() == 1 { "" } else { "s" });
             ExitCode::from(exit::INVALID)
         }
     }
