@@ -58,6 +58,7 @@ impl ConfigErrors {
     /// (the order problems first name them), each file's problems by line
     /// and column, a whole-file problem first (found per pass: syntax, keys,
     /// values, so otherwise out of order).
+    #[must_use]
     pub fn in_file_order(mut self) -> ConfigErrors {
         let mut files: Vec<String> = Vec::new();
         for e in &self.0 {
