@@ -328,6 +328,9 @@ fn config_prints_the_merged_values_and_where_each_comes_from() {
     assert!(shown.contains(&format!("mode = \"enforce\"  # {}:2\n", dropin.display())), "{shown}");
     assert!(shown.contains("interval_secs = 10  # <embedded default config>:"), "{shown}");
     assert!(shown.contains("# metrics_textfile is not set"), "{shown}");
+    // Issue 36: an unset key whose absence means off says "off".
+    assert!(shown.contains("# listen is not set: off"), "{shown}");
+    assert!(!shown.contains("its built-in default"), "each unset key says what its absence means: {shown}");
 
     // What it prints is a config: the same values, read back alone.
     let copy = TempDir::new("operator-config-copy");

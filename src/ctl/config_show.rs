@@ -71,6 +71,9 @@ fn unset(cfg: &Config, s: &Setting) -> String {
             || "pressure is off (enabled = false)".to_string(),
             |p| format!("{} (the system's)", p.display()),
         ),
+        ("metrics", "listen") => {
+            "off (no HTTP metrics listener, unless systemd passes one: mcp-reaper-metrics.socket)".to_string()
+        }
         _ => "its built-in default".to_string(),
     }
 }
