@@ -101,14 +101,27 @@ fn identity(o: &mut String, s: &Status) {
     }
 }
 
-/// Reaps and memory returned per verdict, every verdict present.
+/// The verdicts a tree can be reaped under: only an orphan, a stale or an
+/// abandoned tree is ever acted on (`Judgement::reap` is set for no other),
+/// so only these have reap totals.
+const REAPABLE: [Verdict; 3] = [Verdict::Orphan, Verdict::Stale, Verdict::Abandoned];
+
+/// Reaps and memory returned per verdict: every verdict a tree can be reaped
+/// under, 0 included. The other five (young, live, foreign, protected,
+/// detached) are kept, never reaped, so their series could only ever be 0:
+/// they are not emitted (a `sum by (verdict)` is the same without them), unless
+/// a total under one of them is somehow not 0, which is then shown, not lost.
 fn by_verdict(o: &mut String, s: &Status) {
     let get = |v: Verdict| s.totals.by_verdict.get(v.as_str()).cloned().unwrap_or_default();
+    let shown: Vec<Verdict> = Verdict::ALL
+        .into_iter()
+        .filter(|v| REAPABLE.contains(v) || get(*v) != crate::report::status::VerdictTotals::default())
+        .collect();
     let _ = writeln!(
         o,
-        "# HELP mcp_reaper_reaped_trees_by_verdict_total Server trees terminated since the daemon started, by verdict.\n# TYPE mcp_reaper_reaped_trees_by_verdict_total counter"
+        "# HELP mcp_reaper_reaped_trees_by_verdict_total Server trees terminated since the daemon started, by verdict (orphan, stale, abandoned: the only verdicts a tree is reaped under).\n# TYPE mcp_reaper_reaped_trees_by_verdict_total counter"
     );
-    for v in Verdict::ALL {
+    for &v in &shown {
         let _ = writeln!(
             o,
             "mcp_reaper_reaped_trees_by_verdict_total{{verdict=\"{}\"}} {}",
@@ -118,9 +131,9 @@ fn by_verdict(o: &mut String, s: &Status) {
     }
     let _ = writeln!(
         o,
-        "# HELP mcp_reaper_reclaimed_bytes_by_verdict_total Memory (PSS + swap) of terminated processes, by verdict.\n# TYPE mcp_reaper_reclaimed_bytes_by_verdict_total counter"
+        "# HELP mcp_reaper_reclaimed_bytes_by_verdict_total Memory (PSS + swap) of terminated processes, by verdict (orphan, stale, abandoned: the only verdicts a tree is reaped under).\n# TYPE mcp_reaper_reclaimed_bytes_by_verdict_total counter"
     );
-    for v in Verdict::ALL {
+    for &v in &shown {
         let _ = writeln!(
             o,
             "mcp_reaper_reclaimed_bytes_by_verdict_total{{verdict=\"{}\"}} {}",
@@ -164,18 +177,31 @@ fn label(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Memory pressure gauges, when the daemon measures it.
+/// Memory pressure gauges, when the daemon measures it. Pressure and its
+/// threshold as ratios (0–1, Prometheus's base unit: `…_ratio`), and as the
+/// percentages the first releases exported (`…_percent`, deprecated, kept:
+/// dashboards and alerts query them).
 fn pressure(o: &mut String, s: &Status) {
     let Some(p) = &s.memory_pressure else { return };
     if let Some(v) = p.some_avg10 {
         let _ = writeln!(
             o,
-            "# HELP mcp_reaper_memory_pressure_some_avg10_percent Memory pressure (PSI some avg10) at the last read.\n# TYPE mcp_reaper_memory_pressure_some_avg10_percent gauge\nmcp_reaper_memory_pressure_some_avg10_percent {v}"
+            "# HELP mcp_reaper_memory_pressure_some_avg10_ratio Memory pressure (PSI some avg10) at the last read, as a ratio (0-1).\n# TYPE mcp_reaper_memory_pressure_some_avg10_ratio gauge\nmcp_reaper_memory_pressure_some_avg10_ratio {}",
+            v / 100.0
+        );
+        let _ = writeln!(
+            o,
+            "# HELP mcp_reaper_memory_pressure_some_avg10_percent Deprecated: use mcp_reaper_memory_pressure_some_avg10_ratio (this times 100). Memory pressure (PSI some avg10) at the last read.\n# TYPE mcp_reaper_memory_pressure_some_avg10_percent gauge\nmcp_reaper_memory_pressure_some_avg10_percent {v}"
         );
     }
     let _ = writeln!(
         o,
-        "# HELP mcp_reaper_memory_pressure_threshold_percent Pressure at which orphans skip their grace.\n# TYPE mcp_reaper_memory_pressure_threshold_percent gauge\nmcp_reaper_memory_pressure_threshold_percent {}",
+        "# HELP mcp_reaper_memory_pressure_threshold_ratio Pressure at which orphans skip their grace, as a ratio (0-1).\n# TYPE mcp_reaper_memory_pressure_threshold_ratio gauge\nmcp_reaper_memory_pressure_threshold_ratio {}",
+        p.threshold_percent / 100.0
+    );
+    let _ = writeln!(
+        o,
+        "# HELP mcp_reaper_memory_pressure_threshold_percent Deprecated: use mcp_reaper_memory_pressure_threshold_ratio (this times 100). Pressure at which orphans skip their grace.\n# TYPE mcp_reaper_memory_pressure_threshold_percent gauge\nmcp_reaper_memory_pressure_threshold_percent {}",
         p.threshold_percent
     );
     let _ = writeln!(
@@ -294,6 +320,15 @@ mod tests {
         assert_eq!(value("mcp_reaper_last_scan_timestamp_seconds", None), 1_790_000_000.0);
         assert_eq!(value("mcp_reaper_memory_pressure_some_avg10_percent", None), 23.5);
         assert_eq!(value("mcp_reaper_memory_pressure_threshold_percent", None), 10.0);
+        // Issue 36 item 14: the same as ratios (0-1), the percentages kept and marked deprecated.
+        assert_eq!(value("mcp_reaper_memory_pressure_some_avg10_ratio", None), 0.235);
+        assert_eq!(value("mcp_reaper_memory_pressure_threshold_ratio", None), 0.1);
+        for name in ["some_avg10", "threshold"] {
+            let help = format!(
+                "# HELP mcp_reaper_memory_pressure_{name}_percent Deprecated: use mcp_reaper_memory_pressure_{name}_ratio"
+            );
+            assert!(text.contains(&help), "{help} missing in\n{text}");
+        }
         assert_eq!(value("mcp_reaper_memory_pressure_above", None), 1.0);
         assert_eq!(value("mcp_reaper_memory_pressure_triggers_total", None), 3.0);
         let by_ns = |ns: &str| {
@@ -325,6 +360,14 @@ mod tests {
         assert_eq!(labelled("mcp_reaper_reaped_trees_by_verdict_total", "verdict", "stale"), 3.0);
         assert_eq!(labelled("mcp_reaper_reaped_trees_by_verdict_total", "verdict", "orphan"), 0.0);
         assert_eq!(labelled("mcp_reaper_reclaimed_bytes_by_verdict_total", "verdict", "stale"), f64::from(3u32 << 20));
+        // Only the verdicts a tree is reaped under have reap totals; the
+        // other five would always be 0 and are not emitted.
+        for name in ["mcp_reaper_reaped_trees_by_verdict_total", "mcp_reaper_reclaimed_bytes_by_verdict_total"] {
+            let mut verdicts: Vec<&str> =
+                scrape.samples.iter().filter(|s| s.metric == name).filter_map(|s| s.labels.get("verdict")).collect();
+            verdicts.sort_unstable();
+            assert_eq!(verdicts, ["abandoned", "orphan", "stale"], "{name} in\n{text}");
+        }
         assert_eq!(value("mcp_reaper_would_reap_trees_total", None), 5.0);
         assert_eq!(value("mcp_reaper_would_reap_processes_total", None), 11.0);
         assert_eq!(value("mcp_reaper_would_reclaim_bytes_total", None), f64::from(7u32 << 20));
