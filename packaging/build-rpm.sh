@@ -6,8 +6,8 @@
 #   BIN_DIR  holds mcp-reaperd and reaperctl (default: target/release;
 #            run `cargo build --release` first)
 #   OUT_DIR  where the .rpm is copied (default: target/rpm)
-# Needs rpmbuild: on Debian/Ubuntu `apt-get install rpm` (done here when
-# running as root), on Fedora/RHEL `dnf install rpm-build`.
+# Needs rpmbuild: on Debian/Ubuntu `apt-get install rpm` (done here, and said
+# so on stderr, when running as root), on Fedora/RHEL `dnf install rpm-build`.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,10 +21,11 @@ for b in mcp-reaperd reaperctl; do
 done
 if ! command -v rpmbuild >/dev/null 2>&1; then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        echo "build-rpm: installing rpm"
+        echo "build-rpm: rpmbuild not found; installing Debian's rpm package on this machine (apt-get update; apt-get install rpm)" >&2
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends rpm >/dev/null
+        echo "build-rpm: installed rpm $(dpkg-query -W -f '${Version}' rpm) ($(command -v rpmbuild))" >&2
     else
         echo "build-rpm: rpmbuild not found (Debian: apt-get install rpm; Fedora: dnf install rpm-build)" >&2
         exit 2
