@@ -74,8 +74,8 @@ done
 grep -qxF /usr/lib/systemd/system/mcp-reaper-metrics.service <<<"$listing" &&
     fail "a mcp-reaper-metrics.service is in the package"
 # Man pages and shell completions (generated into man/ and completions/ by
-# another task): warn, not fail, while their asset lines are not yet in
-# Cargo.toml (packaging/README.md lists the lines to add).
+# `UPDATE_DOCS=1 cargo test --test docs`): warn, not fail, when one is not in
+# the package (its line missing from [package.metadata.deb] assets in Cargo.toml).
 for f in man/* completions/*; do
     [[ -e "$f" ]] || continue
     name=$(basename "$f")
