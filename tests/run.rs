@@ -200,7 +200,11 @@ fn leftovers_are_ended(args: &[&str]) {
     let mut want = left.clone();
     want.sort_unstable();
     assert_eq!(termed, want, "every leftover, and only they, got SIGTERM\n{err}");
-    assert!(err.contains("ended 3 of 3 process(es)"), "{err}");
+    // Issue 36: who left them behind, then what was ended ("ended 3 of 3
+    // process(es) claude left behind" read as if claude was left behind).
+    let said = err.lines().find(|l| l.contains("behind")).unwrap_or_else(|| panic!("nothing said: {err}"));
+    assert!(said.starts_with("reaperctl run: ") && said.contains(" (pid "), "the host, by name and pid: {said}");
+    assert!(said.contains(") left 3 processes behind; ended all 3"), "{said}");
     sb.assert_alive(&[bystander]);
 }
 

@@ -462,7 +462,7 @@ fn wait_out(child: &mut Child) -> Output {
 fn assert_ended(sd: &Systemd, reports: &Reports, cgroup: &str, out: &Output) {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "the host's status: {err}");
-    assert!(err.contains("ended 2 of 2 process(es)"), "{err}");
+    assert!(err.contains("left 2 processes behind; ended all 2"), "{err}");
     assert_eq!(reports.lines("notes").len(), 2, "both leftovers noted SIGTERM: {err}");
     for p in ["npm exec", "node /x/daemon-mcp", "claude"] {
         assert!(sd.pids_of(p).is_empty(), "{p} survived: {err}");
@@ -520,7 +520,7 @@ fn when_systemd_run_cannot_make_the_scope_the_host_still_runs_once() {
     assert!(!cgroup.contains("mcp-reaper-run-"), "{cgroup}");
     assert!(err.contains("Falling back to a subreaper session"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("ended 2 of 2 process(es)"), "{err}");
+    assert!(err.contains("left 2 processes behind; ended all 2"), "{err}");
     for p in ["npm exec", "node /x/daemon-mcp"] {
         assert!(sd.pids_of(p).is_empty(), "{p} survived: {err}");
     }

@@ -146,10 +146,17 @@ pub fn run(config: &Option<PathBuf>, args: &RunArgs) -> ExitCode {
         session.end(&procfs, &settings, &what, &reap_zombies)
     };
     if ended.found > 0 {
+        // The host first, by name and pid: "ended 1 of 1 process(es) sh left
+        // behind" read as if sh was what was left behind.
+        let n = ended.found;
         crate::say_err!(
-            "reaperctl run: ended {} of {} process(es) {host_name} left behind{}{}{}",
-            ended.gone,
-            ended.found,
+            "reaperctl run: {what} left {n} process{} behind; ended {}{}{}{}",
+            if n == 1 { "" } else { "es" },
+            match ended.gone {
+                g if g == n && n == 1 => "it".to_string(),
+                g if g == n => format!("all {n}"),
+                g => format!("{g} of them"),
+            },
             if interrupted { " (grace cut short by a signal)" } else { "" },
             if ended.escalated { "; some needed SIGKILL" } else { "" },
             if ended.cgroup_killed { "; cgroup.kill was needed" } else { "" },
