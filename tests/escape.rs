@@ -140,7 +140,7 @@ fn hostile_names_reach_no_terminal_raw() {
         &["run", "--no-cgroup", "--grace", "0", "--", &s(sh.display()), "-c", "sleep 300 & exit 0"],
     );
     assert_clean("reaperctl run", &out);
-    assert!(text(&out.stderr).contains("left behind"), "{}", both(&out));
+    assert!(text(&out.stderr).contains(" behind; ended it"), "{}", both(&out));
 
     // An error naming a hostile path.
     let missing = f.path().join(format!("c{TITLE}.toml"));
