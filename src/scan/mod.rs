@@ -23,6 +23,7 @@
 //! the whole-table reads and the rules for building on the last snapshot,
 //! `recheck` the read of the trees to reap, right before a reap.
 
+mod activity;
 mod details;
 pub mod events;
 mod incremental;
@@ -41,6 +42,7 @@ mod sockpoll;
 use std::io;
 use std::path::PathBuf;
 
+pub use activity::Activity;
 pub use incremental::{Read, Reuse};
 pub use link::Question;
 pub use parse::{MemInfo, Rollup};

@@ -1,0 +1,85 @@
+//! What a process has done so far, for `reaperctl generations` (issue 35):
+//! its proportional memory, CPU time and I/O counters, and one variable of
+//! its environment. All read through one `/proc/PID` directory fd whose start
+//! time was checked (a reused pid reads as nothing), each read bounded: these
+//! are a user's processes.
+
+use super::parse::{self, Rollup};
+use super::procfs::{ProcFs, read_at, read_at_most};
+use crate::ids::Identity;
+
+/// `stat` and `io` are a few hundred bytes.
+const SMALL_MAX: usize = 4096;
+
+/// One process's counters; each `None` where its file could not be read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Activity {
+    /// PSS + `SwapPss` (`smaps_rollup`).
+    pub rollup: Option<Rollup>,
+    /// utime + stime, in clock ticks.
+    pub cpu_ticks: Option<u64>,
+    /// `rchar` and `wchar` of `/proc/PID/io` (both, or neither).
+    pub io: Option<(u64, u64)>,
+}
+
+impl ProcFs {
+    /// The counters of `id`, or `None` when it is gone or its pid reused.
+    pub fn activity(&self, id: Identity) -> Option<Activity> {
+        let mut buf = Vec::with_capacity(SMALL_MAX);
+        let dir = self.open_verified(id, &mut buf)?;
+        let cpu_ticks = cpu_ticks(&buf);
+        let io = match read_at_most(&dir, "io", &mut buf, SMALL_MAX).map(|()| io_counters(&buf)) {
+            Ok((Some(r), Some(w))) => Some((r, w)),
+            _ => None,
+        };
+        let rollup = read_at(&dir, "smaps_rollup", &mut buf).ok().and_then(|()| parse::parse_smaps_rollup(&buf));
+        Some(Activity { rollup, cpu_ticks, io })
+    }
+
+    /// At most the first `max` bytes of the environment of `id`.
+    pub fn environ(&self, id: Identity, max: usize) -> Option<Vec<u8>> {
+        let mut buf = Vec::new();
+        let dir = self.open_verified(id, &mut buf)?;
+        read_at_most(&dir, "environ", &mut buf, max).ok()?;
+        buf.truncate(max);
+        Some(buf)
+    }
+}
+
+/// utime + stime (fields 14 and 15 of `stat`), counted after the last `)`:
+/// comm may hold anything, `)` and spaces included.
+fn cpu_ticks(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    let mut f = rest.split_ascii_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    utime.checked_add(stime)
+}
+
+/// `rchar` and `wchar` of `/proc/PID/io`.
+fn io_counters(io: &[u8]) -> (Option<u64>, Option<u64>) {
+    let text = String::from_utf8_lossy(io);
+    let field =
+        |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok());
+    (field("rchar"), field("wchar"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cpu_ticks, io_counters};
+
+    #[test]
+    fn cpu_time_is_counted_past_a_hostile_comm() {
+        let stat = b"42 (a) S 1 2 3 (b) S 1 42 42 0 -1 4194304 100 0 0 0 7 5 0 0 20 0 1 0 900 1000 10\n";
+        assert_eq!(cpu_ticks(stat), Some(12));
+        assert_eq!(cpu_ticks(b"42 (x"), None);
+    }
+
+    #[test]
+    fn io_counters_by_name() {
+        let io = b"rchar: 1234\nwchar: 56\nsyscr: 3\nsyscw: 2\nread_bytes: 0\n";
+        assert_eq!(io_counters(io), (Some(1234), Some(56)));
+        assert_eq!(io_counters(b"xrchar: 1\n"), (None, None));
+    }
+}
