@@ -100,14 +100,9 @@ pub fn program_ref(p: &Process) -> String {
 
 /// The command line cut to `max` characters, with an ellipsis.
 pub fn short_cmd(p: &Process, max: usize) -> String {
-    let cmd = printable(&p.display_cmd()).into_owned();
-    if cmd.chars().count() <= max {
-        cmd
-    } else {
-        let mut s: String = cmd.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
-    }
+    let mut cmd = printable(&p.display_cmd()).into_owned();
+    cut(&mut cmd, max);
+    cmd
 }
 
 /// `s` cut in place to `max` characters, the last one an ellipsis.

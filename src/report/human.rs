@@ -37,15 +37,9 @@ const MAX_MEMBERS: usize = 40;
 const MAX_PLAN: usize = 1000;
 
 fn cut(s: &str, width: Option<usize>, used: usize) -> String {
-    match width.or(Some(PIPE_WIDTH)) {
-        Some(w) if used + s.chars().count() > w => {
-            let keep = w.saturating_sub(used + 1);
-            let mut out: String = s.chars().take(keep).collect();
-            out.push('…');
-            out
-        }
-        _ => s.to_string(),
-    }
+    let mut out = s.to_string();
+    crate::names::cut(&mut out, width.unwrap_or(PIPE_WIDTH).saturating_sub(used));
+    out
 }
 
 /// `s` in full, broken at spaces into lines of at most `width` (a terminal;
