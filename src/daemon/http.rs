@@ -21,7 +21,6 @@ mod activation;
 mod fair;
 mod holder;
 mod peer;
-mod table;
 
 use std::cell::RefCell;
 use std::convert::Infallible;

@@ -20,6 +20,7 @@ use rustix::fs::{Mode, OFlags};
 
 use super::process::Listening;
 use super::procfs::{ProcFs, read_at_most, readlink_at};
+use super::tcp_table;
 use crate::ids::Identity;
 
 /// Fds of the process looked at, at most.
@@ -30,12 +31,6 @@ const MAX_TABLE: usize = 4 << 20;
 
 /// `__SO_ACCEPTCON` in `/proc/net/unix`'s flags: a listening socket.
 const ACCEPTCON: u32 = 0x0001_0000;
-
-/// `TCP_LISTEN` in `/proc/net/tcp`'s `st` column.
-const TCP_LISTEN: &str = "0A";
-
-/// `TCP_ESTABLISHED` there.
-const TCP_ESTABLISHED: &str = "01";
 
 impl ProcFs {
     /// Whether `id` listens on a socket (see the module's header).
@@ -94,24 +89,17 @@ fn socket_inodes(dir: &OwnedFd) -> Option<HashSet<u64>> {
 
 /// A listening socket of the process among `/proc/net/tcp{,6}`'s lines.
 fn tcp_listener(text: &str, inodes: &HashSet<u64>) -> Option<String> {
-    tcp_socket(text, inodes, TCP_LISTEN, 1).map(|port| format!("TCP port {port}"))
+    tcp_socket(text, inodes, tcp_table::LISTEN).map(|r| format!("TCP port {}", r.local.port()))
 }
 
 /// An established connection of the process among them.
 fn tcp_connection(text: &str, inodes: &HashSet<u64>) -> Option<String> {
-    tcp_socket(text, inodes, TCP_ESTABLISHED, 2).map(|port| format!("a TCP connection to port {port}"))
+    tcp_socket(text, inodes, tcp_table::ESTABLISHED).map(|r| format!("a TCP connection to port {}", r.remote.port()))
 }
 
-/// `/proc/net/tcp{,6}`: `sl local rem st … uid timeout inode …`. The port of
-/// the address in column `addr` (1 local, 2 remote) of the first of the
-/// process's sockets in state `st`.
-fn tcp_socket(text: &str, inodes: &HashSet<u64>, st: &str, addr: usize) -> Option<u16> {
-    text.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let ino: u64 = f.get(9)?.parse().ok()?;
-        (f.get(3) == Some(&st) && inodes.contains(&ino))
-            .then(|| f[addr].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()).unwrap_or(0))
-    })
+/// The first of the process's sockets in state `st` among the lines.
+fn tcp_socket(text: &str, inodes: &HashSet<u64>, st: u8) -> Option<tcp_table::Row> {
+    text.lines().skip(1).filter_map(tcp_table::parse).find(|r| r.state == st && inodes.contains(&r.inode))
 }
 
 /// `/proc/net/unix`: `Num RefCount Protocol Flags Type St Inode [Path]`.

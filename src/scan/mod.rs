@@ -38,6 +38,7 @@ mod recheck;
 pub mod runtime;
 pub mod sockdiag;
 mod sockpoll;
+pub mod tcp_table;
 
 use std::io;
 use std::path::PathBuf;

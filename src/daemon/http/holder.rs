@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::table::{self, LISTEN};
+use crate::scan::tcp_table::{self as table, LISTEN};
 
 /// Fd links read at most while looking for the holder's process.
 const MAX_LINKS: usize = 200_000;

@@ -19,7 +19,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::table::{self, ESTABLISHED, LISTEN};
+use crate::scan::tcp_table::{self as table, ESTABLISHED, LISTEN};
 
 /// A connection's owner, as the fair share counts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
