@@ -92,6 +92,8 @@ pub struct Config {
     pub pressure: PressureSettings,
     /// `[notify]`: what a person is told of reaps.
     pub notify: NotifySettings,
+    /// `[generations]`: copies of a server piling up under a live host.
+    pub generations: GenerationSettings,
     /// Files that contributed, in the order applied (the embedded default first).
     pub sources: Vec<String>,
 }
@@ -146,6 +148,35 @@ impl PressureSettings {
 pub struct NotifySettings {
     /// A desktop notification over the session D-Bus after reaps.
     pub desktop: bool,
+}
+
+/// `[generations]` (issue 35): what is said of, and done with, the copies
+/// of one server a live host started again and again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GenerationSettings {
+    /// End a host's old idle copies (off unless asked: the host still
+    /// holds them).
+    pub end_idle: bool,
+    /// The newest this many copies per host and command are always kept.
+    pub keep_newest: u64,
+    /// A copy with no I/O and no CPU for this long is idle.
+    pub idle_mins: u64,
+    /// A host that starts a copy of a command within this long of an
+    /// ending stops the endings for that host and command.
+    pub respawn_guard_secs: u64,
+    /// How often the daemon reads the copies' counters.
+    pub sample_secs: u64,
+    /// Tell the user when one host holds this many copies of one server
+    /// (0: never).
+    pub notify_copies: u64,
+    /// … or when they take this much memory, in MiB (0: never).
+    pub notify_memory_mib: u64,
+}
+
+impl GenerationSettings {
+    pub fn idle_window(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.idle_mins * 60)
+    }
 }
 
 /// A required key without a value, even in the embedded default.

@@ -17,6 +17,7 @@ mod person;
 mod pressure;
 mod session;
 mod stale;
+pub mod surplus;
 mod terminal;
 
 use std::collections::HashMap;
