@@ -63,6 +63,10 @@
 //!   (found on `PATH`) with `argv[1..]`, and the environment variables in
 //!   `env` added: a host stand-in's real `docker run -i` client. The parent
 //!   writes the child's ready line; the child's own switches are ignored.
+//! - `serve`: after its ready line, the process reads its stdin a line at a
+//!   time and answers each with a line on its stdout, as a stdio server
+//!   does, until the stdin ends (then it stays). Its read and write counters
+//!   (`/proc/PID/io`) move only when it is sent something.
 //! - `close_stdin_ms`: the parent ends this process's stdin that many ms
 //!   after starting it, as a host ends a server's stdin before signalling it
 //!   (or forgets the server after that): it closes its write end of the pipe,
@@ -104,8 +108,8 @@
 //!   (an ephemeral port): a host that also serves clients over the network
 //!   (`codex app-server --listen ws://…`).
 //!
-//! A process never reads its stdin nor writes its stdout after it starts
-//! (the ready line goes to `FAKEPROC_READY`), so one whose parent died, and
+//! A process never reads its stdin nor writes its stdout after it starts,
+//! unless `serve` (the ready line goes to `FAKEPROC_READY`), so one whose parent died, and
 //! with it the far ends, keeps running.
 //!
 //! Once its own children are spawned, every process appends one line
@@ -225,6 +229,8 @@ struct Spec {
     title: Vec<Arg>,
     #[serde(default)]
     retitle: Vec<Arg>,
+    #[serde(default)]
+    serve: bool,
 }
 
 /// Writes `argv` over this process's own argv bytes (NUL-separated, the
@@ -668,6 +674,11 @@ fn main() {
             run_hook(hook);
         }
     }
+    stay(&spec);
+}
+
+/// What the process does once ready, until it is ended.
+fn stay(spec: &Spec) -> ! {
     if spec.subreaper {
         loop {
             match rustix::process::wait(rustix::process::WaitOptions::empty()) {
@@ -677,7 +688,23 @@ fn main() {
             }
         }
     }
+    if spec.serve {
+        serve();
+    }
     loop {
         std::thread::park();
+    }
+}
+
+/// `serve`: answers each line of its stdin with a line on its stdout, as a
+/// stdio server answers requests, until its stdin ends (then it stays, as
+/// a server that ignores EOF does).
+fn serve() {
+    use std::io::{BufRead, Write};
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let _ = writeln!(out, "{{\"jsonrpc\":\"2.0\",\"result\":{{}},\"request_bytes\":{}}}", line.len());
+        let _ = out.flush();
     }
 }

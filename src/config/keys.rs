@@ -193,9 +193,9 @@ keys! {
     [generations] {
         end_idle: bool => generations.end_idle;
         keep_newest: u64 = 1..=1000 => generations.keep_newest;
-        idle_mins: u64 = 1..=10_080 => generations.idle_mins;
-        respawn_guard_secs: u64 = 10..=3600 => generations.respawn_guard_secs;
-        sample_secs: u64 = 5..=3600 => generations.sample_secs;
+        idle_secs: u64 = 1..=604_800 => generations.idle_secs;
+        respawn_guard_secs: u64 = 1..=3600 => generations.respawn_guard_secs;
+        sample_secs: u64 = 1..=3600 => generations.sample_secs;
         notify_copies: u64 = 0..=1_000_000 => generations.notify_copies;
         notify_memory_mib: u64 = 0..=16_777_216 => generations.notify_memory_mib;
     }

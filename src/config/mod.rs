@@ -159,8 +159,8 @@ pub struct GenerationSettings {
     pub end_idle: bool,
     /// The newest this many copies per host and command are always kept.
     pub keep_newest: u64,
-    /// A copy with no I/O and no CPU for this long is idle.
-    pub idle_mins: u64,
+    /// A copy with no I/O and no CPU for this many seconds is idle.
+    pub idle_secs: u64,
     /// A host that starts a copy of a command within this long of an
     /// ending stops the endings for that host and command.
     pub respawn_guard_secs: u64,
@@ -175,7 +175,7 @@ pub struct GenerationSettings {
 
 impl GenerationSettings {
     pub fn idle_window(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(self.idle_mins * 60)
+        std::time::Duration::from_secs(self.idle_secs)
     }
 }
 

@@ -12,14 +12,10 @@ use std::process::ExitCode;
 use super::{Cli, ScanArgs, assess_now};
 use crate::exit;
 use crate::ids::Identity;
-use crate::policy::generations::{Group, generations, session_in_environ};
+use crate::policy::generations::{Group, SESSION_VAR, generations, session_in_environ};
 use crate::report::generations::Usage;
 use crate::scan::{ProcFs, Snapshot};
 use crate::stdout::{out, outln};
-
-/// The variable Claude Code names its session in, in its stdio servers'
-/// environment (2.1.154 and later).
-pub const SESSION_VAR: &str = "CLAUDE_CODE_SESSION_ID";
 
 /// Environments are read this far at most: the variable is looked for in
 /// the first 256 KiB (a server whose environment is bigger and puts it past

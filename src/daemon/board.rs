@@ -52,6 +52,8 @@ pub struct Shared {
     pub pressure: PressureStatus,
     /// The last scan's duplicate servers, with the uid of their host.
     pub duplicates: Vec<(report::status::DuplicateServers, Option<u32>)>,
+    /// Live hosts' piles of copies as last sampled, with the host's uid.
+    pub generations: Vec<(report::status::GenerationStatus, Option<u32>)>,
 }
 
 fn unix_ms(t: SystemTime) -> u64 {
@@ -112,6 +114,12 @@ impl Shared {
                 .filter(|(_, u)| all || *u == Some(uid))
                 .map(|(d, _)| d.clone())
                 .collect(),
+            generations: self
+                .generations
+                .iter()
+                .filter(|(_, u)| all || *u == Some(uid))
+                .map(|(g, _)| g.clone())
+                .collect(),
         }
     }
 
@@ -132,7 +140,15 @@ impl Shared {
     /// Puts one cycle's judgement and outcomes on the board; returns the
     /// outcomes as events (what `reaperctl reap-now` is answered).
     /// `book` holds when each candidate was first seen.
-    pub fn record(&mut self, a: &Assessment, outcomes: &[Outcome], dry_run: bool, book: &GraceBook) -> Vec<ReapEvent> {
+    /// `surplus` are the copies the `[generations]` plan ends (or would end).
+    pub fn record(
+        &mut self,
+        a: &Assessment,
+        outcomes: &[Outcome],
+        dry_run: bool,
+        book: &GraceBook,
+        surplus: &HashSet<(crate::ids::Identity, Verdict)>,
+    ) -> Vec<ReapEvent> {
         let snap = &a.snapshot;
         self.scans.count += 1;
         self.scans.last_duration_ms = a.scan_duration.as_secs_f64() * 1000.0;
@@ -177,8 +193,9 @@ impl Shared {
         }
         // Trees no longer judged are forgotten: one back under the same
         // identity and verdict is a new plan (it was kept in between).
-        let due: HashSet<(crate::ids::Identity, Verdict)> =
+        let mut due: HashSet<(crate::ids::Identity, Verdict)> =
             a.judgements.iter().filter(|j| j.reap).map(|j| (j.root_id(snap), j.verdict)).collect();
+        due.extend(surplus.iter().copied());
         self.planned.retain(|k| due.contains(k));
         self.would_reap.trees_now = if dry_run { outcomes.len() as u64 } else { 0 };
         if !dry_run {

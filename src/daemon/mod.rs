@@ -6,6 +6,7 @@ mod born;
 pub mod control;
 mod endings;
 mod exits;
+pub mod generations;
 pub(crate) mod http;
 pub mod notify;
 mod pressure;

@@ -84,6 +84,8 @@ pub(super) struct Daemon {
     pub(super) state_path: PathBuf,
     /// Hosts ending their session on purpose.
     pub(super) endings: super::endings::Endings,
+    /// Live hosts' piles of server copies: samples, respawn guard, notices.
+    pub(super) generations: super::generations::Generations,
     /// When stale `reaperctl run` cgroups were last looked for.
     pub(super) swept: Option<Instant>,
     /// Failing writes are reported once, not every cycle.
@@ -294,6 +296,7 @@ impl Daemon {
         let interval = Duration::from_secs(cfg.interval_secs);
         let read = self.schedule.next_read(self.exits.events(), exited, interval);
         let mut memory = std::mem::take(&mut self.memory);
+        let mut gens = std::mem::take(&mut self.generations);
         let before = memory.clone();
         let state_file = self.state_path.clone();
         let pressure_file = self.pressure.file();
@@ -316,16 +319,22 @@ impl Daemon {
                 kind: Kind::Tick,
                 pressure,
             };
-            let done = cycle.run(&mut memory, read);
-            (memory, done, seen)
+            let mut done = cycle.run(&mut memory, read);
+            let told = gens.after(&procfs, &cfg, &mut done, dry_run);
+            (memory, done, seen, gens, told)
         })
         .await;
-        let done = match res {
-            Ok((memory, done, seen)) => {
+        let (done, told) = match res {
+            Ok((memory, done, seen, gens, told)) => {
                 self.memory = memory;
+                self.generations = gens;
                 self.pressure.record(seen);
                 self.shared.borrow_mut().pressure = self.pressure.status();
-                done
+                if told.ended {
+                    // Copies ended outside the judgement: read everything again.
+                    self.schedule.need_full();
+                }
+                (done, told.notices)
             }
             Err(e) => {
                 tracing::error!(reaper_action = "error", "cycle failed: {e}");
@@ -350,7 +359,7 @@ impl Daemon {
                 return Vec::new();
             }
         };
-        let events = self.shared.borrow_mut().record(&a, &done.outcomes, dry_run, &self.memory.book);
+        let events = self.on_board(&a, &done.outcomes, dry_run, told);
         self.write_history(done.entries).await;
         self.exits.rewatch(&a);
         self.endings.after_cycle(&a, &mut self.memory.book);
@@ -367,6 +376,14 @@ impl Daemon {
         self.schedule.judged(a.snapshot, &a.judgements);
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
+        self.publish();
+        events
+    }
+}
+
+impl Daemon {
+    /// The status line for the service manager, and the metrics textfile.
+    fn publish(&mut self) {
         let line = self.shared.borrow().status_line();
         self.notifier.status(&line);
         if let Some(path) = self.shared.borrow().cfg.metrics_textfile.clone() {
@@ -374,11 +391,35 @@ impl Daemon {
             let written = report::metrics::write_textfile(&path, &text);
             self.metrics_writes.record(&path, written);
         }
-        events
     }
-}
 
-impl Daemon {
+    /// A cycle's judgement, outcomes and piles of copies on the board; the
+    /// piles that passed a threshold told.
+    fn on_board(
+        &mut self,
+        a: &crate::cycle::Assessment,
+        outcomes: &[crate::reap::Outcome],
+        dry_run: bool,
+        told: Vec<super::generations::Notice>,
+    ) -> Vec<ReapEvent> {
+        self.generations_told(told);
+        let mut shared = self.shared.borrow_mut();
+        shared.generations.clone_from(&self.generations.status);
+        shared.record(a, outcomes, dry_run, &self.memory.book, &self.generations.planned)
+    }
+
+    /// Piles of copies that passed a threshold: a log line each, and a
+    /// desktop notification where they are on.
+    fn generations_told(&mut self, notices: Vec<super::generations::Notice>) {
+        let desktop = self.shared.borrow().cfg.notify.desktop;
+        for n in notices {
+            tracing::warn!(reaper_action = "generations", "{}; {}", n.summary, n.body);
+            if desktop {
+                report::desktop::tell_once(n.summary, n.body);
+            }
+        }
+    }
+
     /// Appends a cycle's reaps to the history, off the loop (the write
     /// syncs to disk), and takes the lifetime totals it returns.
     async fn write_history(&mut self, entries: Vec<crate::history::Entry>) {

@@ -20,6 +20,10 @@ use crate::scan::{Holder, Snapshot, StdinEnd};
 /// steady respawn every second cannot chain into one endless generation.
 pub const WINDOW_SECS: u64 = 3;
 
+/// The variable Claude Code names its session in, in its stdio servers'
+/// environment (2.1.154 and later).
+pub const SESSION_VAR: &str = "CLAUDE_CODE_SESSION_ID";
+
 /// Session ids longer than this are not believed (a uuid is 36).
 pub const MAX_SESSION: usize = 64;
 
@@ -67,7 +71,11 @@ impl Group {
 /// The trees [`super::duplicates`] counts: those of a host that is alive
 /// (a stale host's trees go with it). `session` gives the session a tree's
 /// root names (index into the snapshot), already validated.
-pub fn generations(snap: &Snapshot, judgements: &[Judgement], session: impl Fn(usize) -> Option<String>) -> Vec<Group> {
+pub fn generations(
+    snap: &Snapshot,
+    judgements: &[Judgement],
+    mut session: impl FnMut(usize) -> Option<String>,
+) -> Vec<Group> {
     let mut by_command: BTreeMap<(usize, String), Vec<Copy>> = BTreeMap::new();
     for j in judgements.iter().filter(|j| j.verdict != Verdict::Stale) {
         let Some(h) = j.host else { continue };

@@ -66,6 +66,11 @@ pub enum Verdict {
     /// Adopted, but its servers have no stdio link (fd 0 and 1 on
     /// `/dev/null`, a terminal or a file): started to run on its own. Keep.
     Detached,
+    /// A live host's idle old copy of a server it started again and again:
+    /// ended by the opt-in `[generations] end_idle` policy or `reaperctl
+    /// generations --end` (issue 35). Never a tree's verdict: the judgement
+    /// on such a tree stays `live`; only the order and what it did say this.
+    Surplus,
 }
 
 impl Verdict {
@@ -90,6 +95,7 @@ impl Verdict {
             Verdict::Protected => "protected",
             Verdict::Young => "young",
             Verdict::Detached => "detached",
+            Verdict::Surplus => "surplus",
         }
     }
 }

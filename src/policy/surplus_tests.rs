@@ -32,7 +32,7 @@ fn settings() -> Settings {
 }
 
 /// Decisions by root pid.
-fn decide(w: &World, watch: &HashMap<i32, Watch>, stage: Stage) -> Vec<(i32, bool, String)> {
+fn decide(w: &World, watch: &HashMap<i32, Watch>, stage: &Stage) -> Vec<(i32, bool, String)> {
     let (snap, js) = w.judge();
     let gs = generations(&snap, &js, |_| None);
     let by_pid = |i: usize| watch.get(&snap.procs[i].pid().get()).copied();
@@ -59,7 +59,7 @@ fn old_idle_copies_end_and_the_newest_and_the_busy_stay() {
         watch.insert(p, idle(5));
     }
     watch.insert(203, idle(60));
-    let ds = decide(&w, &watch, Stage::Open);
+    let ds = decide(&w, &watch, &Stage::Open);
     assert_eq!(ended(&ds), [200, 201, 202, 204, 205, 206, 207, 208]);
     let why = |pid: i32| ds.iter().find(|d| d.0 == pid).unwrap().2.clone();
     assert!(why(203).contains("did I/O or used CPU 60s ago"), "{}", why(203));
@@ -72,13 +72,13 @@ fn old_idle_copies_end_and_the_newest_and_the_busy_stay() {
 fn the_first_ending_is_one_copy_and_a_guard_stops_the_rest() {
     let w = world();
     let watch: HashMap<i32, Watch> = (200..212).map(|p| (p, idle(3600))).collect();
-    let ds = decide(&w, &watch, Stage::Probe);
+    let ds = decide(&w, &watch, &Stage::Probe);
     assert_eq!(ended(&ds), [200], "the oldest alone");
     assert!(ds.iter().find(|d| d.0 == 201).unwrap().2.contains("first ending is one copy"));
-    let ds = decide(&w, &watch, Stage::Watching { secs_left: 40 });
+    let ds = decide(&w, &watch, &Stage::Watching { secs_left: 40 });
     assert!(ended(&ds).is_empty());
     assert!(ds.iter().find(|d| d.0 == 201).unwrap().2.contains("waiting 40s more"));
-    let ds = decide(&w, &watch, Stage::Tripped("the host started a copy 2s after one was ended".into()));
+    let ds = decide(&w, &watch, &Stage::Tripped("the host started a copy 2s after one was ended".into()));
     assert!(ended(&ds).is_empty());
     assert!(ds.iter().find(|d| d.0 == 201).unwrap().2.starts_with("respawn guard: the host started"));
 }
@@ -98,7 +98,7 @@ fn what_is_not_known_keeps_a_copy() {
     set(&mut w, 201, &|p| p.details.as_mut().unwrap().stdin = Some(StdinEnd::Open(Holder::NotAsked)));
     w.add(300, 204, "node server.js").details.as_mut().unwrap().uid = Some(Uid(1001));
     set(&mut w, 205, &|p| p.details.as_mut().unwrap().stdin = Some(StdinEnd::Open(Holder::Other(None))));
-    let ds = decide(&w, &watch, Stage::Open);
+    let ds = decide(&w, &watch, &Stage::Open);
     assert_eq!(ended(&ds), [206, 207, 208, 209]);
     let why = |pid: i32| ds.iter().find(|d| d.0 == pid).unwrap().2.clone();
     assert!(why(200).contains("not sampled"), "{}", why(200));

@@ -126,6 +126,18 @@ impl Desktop {
     }
 }
 
+/// One notification of its own (issue 35: copies piling up under a live
+/// host), sent like the reaps' from a blocking thread, so the loop goes on
+/// at once; a failure is logged at debug (the log line was written).
+pub fn tell_once(summary: String, body: String) {
+    tokio::task::spawn_local(async move {
+        let sent = tokio::task::spawn_blocking(move || tell_with(&summary, &body)).await;
+        if let Ok(Err(e)) | Err(e) = sent.map_err(|e| e.to_string()) {
+            tracing::debug!("desktop notification not sent: {e}");
+        }
+    });
+}
+
 /// `reaperctl` next to this executable (a package installs both in one
 /// directory, a build puts both in `target/…`), else the one on PATH.
 fn reaperctl() -> PathBuf {
@@ -139,11 +151,15 @@ fn reaperctl() -> PathBuf {
 /// Runs `reaperctl desktop-notify` and waits for it, at most [`KILL_AFTER`];
 /// a failure's reason is the child's stderr line.
 fn tell(summary: &str) -> Result<(), String> {
+    tell_with(summary, BODY)
+}
+
+fn tell_with(summary: &str, body: &str) -> Result<(), String> {
     let path = reaperctl();
     let mut child = Command::new(&path)
         .arg("desktop-notify")
         .arg(format!("--summary={summary}"))
-        .arg(format!("--body={BODY}"))
+        .arg(format!("--body={body}"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -47,6 +47,7 @@ pub fn render(s: &Status) -> String {
         "# HELP mcp_reaper_duplicate_servers Copies of a server command beyond the first under one live host, in the last scan.\n# TYPE mcp_reaper_duplicate_servers gauge\nmcp_reaper_duplicate_servers {}",
         super::status::DuplicateServers::extra(&s.duplicates)
     );
+    generations(&mut o, s);
     let _ = writeln!(
         o,
         "# HELP mcp_reaper_last_scan_duration_seconds Duration of the last scan.\n# TYPE mcp_reaper_last_scan_duration_seconds gauge\nmcp_reaper_last_scan_duration_seconds {}",
@@ -85,6 +86,37 @@ fn namespaces(o: &mut String, s: &Status) {
     }
 }
 
+/// Live hosts' piles of server copies (issue 35), summed over the node: no
+/// label per host or command, which users name (and could multiply).
+fn generations(o: &mut String, s: &Status) {
+    let g = &s.generations;
+    for (name, help, v) in [
+        (
+            "mcp_reaper_generation_piles",
+            "Server commands a live host holds two or more copies of, at the last sample.",
+            g.len() as u64,
+        ),
+        ("mcp_reaper_generation_copies", "Copies in those piles.", g.iter().map(|x| x.copies as u64).sum()),
+        (
+            "mcp_reaper_generation_memory_bytes",
+            "Memory (PSS + swap) of the copies in those piles.",
+            g.iter().map(|x| x.memory_bytes).sum(),
+        ),
+        (
+            "mcp_reaper_generation_idle_copies",
+            "Copies in those piles that did no I/O and used no CPU for [generations] idle_secs.",
+            g.iter().map(|x| x.idle_copies as u64).sum(),
+        ),
+        (
+            "mcp_reaper_generation_guards_tripped",
+            "Piles whose host restarted an ended copy: nothing more of them is ended.",
+            g.iter().filter(|x| x.guard.is_some()).count() as u64,
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+    }
+}
+
 /// Which build runs, and in which mode: fleets join on these.
 fn identity(o: &mut String, s: &Status) {
     let _ = writeln!(
@@ -104,7 +136,7 @@ fn identity(o: &mut String, s: &Status) {
 /// The verdicts a tree can be reaped under: only an orphan, a stale or an
 /// abandoned tree is ever acted on (`Judgement::reap` is set for no other),
 /// so only these have reap totals.
-const REAPABLE: [Verdict; 3] = [Verdict::Orphan, Verdict::Stale, Verdict::Abandoned];
+const REAPABLE: [Verdict; 4] = [Verdict::Orphan, Verdict::Stale, Verdict::Abandoned, Verdict::Surplus];
 
 /// Reaps and memory returned per verdict: every verdict a tree can be reaped
 /// under, 0 included. The other five (young, live, foreign, protected,
@@ -115,11 +147,12 @@ fn by_verdict(o: &mut String, s: &Status) {
     let get = |v: Verdict| s.totals.by_verdict.get(v.as_str()).cloned().unwrap_or_default();
     let shown: Vec<Verdict> = Verdict::ALL
         .into_iter()
+        .chain([Verdict::Surplus])
         .filter(|v| REAPABLE.contains(v) || get(*v) != crate::report::status::VerdictTotals::default())
         .collect();
     let _ = writeln!(
         o,
-        "# HELP mcp_reaper_reaped_trees_by_verdict_total Server trees terminated since the daemon started, by verdict (orphan, stale, abandoned: the only verdicts a tree is reaped under).\n# TYPE mcp_reaper_reaped_trees_by_verdict_total counter"
+        "# HELP mcp_reaper_reaped_trees_by_verdict_total Server trees terminated since the daemon started, by verdict (orphan, stale, abandoned, and surplus for a live host's idle old copies: the only verdicts a tree is ended under).\n# TYPE mcp_reaper_reaped_trees_by_verdict_total counter"
     );
     for &v in &shown {
         let _ = writeln!(
@@ -131,7 +164,7 @@ fn by_verdict(o: &mut String, s: &Status) {
     }
     let _ = writeln!(
         o,
-        "# HELP mcp_reaper_reclaimed_bytes_by_verdict_total Memory (PSS + swap) of terminated processes, by verdict (orphan, stale, abandoned: the only verdicts a tree is reaped under).\n# TYPE mcp_reaper_reclaimed_bytes_by_verdict_total counter"
+        "# HELP mcp_reaper_reclaimed_bytes_by_verdict_total Memory (PSS + swap) of terminated processes, by verdict (orphan, stale, abandoned, and surplus for a live host's idle old copies: the only verdicts a tree is ended under).\n# TYPE mcp_reaper_reclaimed_bytes_by_verdict_total counter"
     );
     for &v in &shown {
         let _ = writeln!(
@@ -284,6 +317,13 @@ mod tests {
                 count: 3,
                 root_pids: vec![4200, 4300, 4400],
             }],
+            generations: vec![crate::report::status::GenerationStatus {
+                host_pid: 4100,
+                copies: 3,
+                memory_bytes: 3 << 20,
+                idle_copies: 2,
+                ..Default::default()
+            }],
         }
     }
 
@@ -360,13 +400,15 @@ mod tests {
         assert_eq!(labelled("mcp_reaper_reaped_trees_by_verdict_total", "verdict", "stale"), 3.0);
         assert_eq!(labelled("mcp_reaper_reaped_trees_by_verdict_total", "verdict", "orphan"), 0.0);
         assert_eq!(labelled("mcp_reaper_reclaimed_bytes_by_verdict_total", "verdict", "stale"), f64::from(3u32 << 20));
-        // Only the verdicts a tree is reaped under have reap totals; the
+        // Only the verdicts a tree is ended under have reap totals; the
         // other five would always be 0 and are not emitted.
+        assert_eq!(value("mcp_reaper_generation_copies", None), 3.0);
+        assert_eq!(value("mcp_reaper_generation_idle_copies", None), 2.0);
         for name in ["mcp_reaper_reaped_trees_by_verdict_total", "mcp_reaper_reclaimed_bytes_by_verdict_total"] {
             let mut verdicts: Vec<&str> =
                 scrape.samples.iter().filter(|s| s.metric == name).filter_map(|s| s.labels.get("verdict")).collect();
             verdicts.sort_unstable();
-            assert_eq!(verdicts, ["abandoned", "orphan", "stale"], "{name} in\n{text}");
+            assert_eq!(verdicts, ["abandoned", "orphan", "stale", "surplus"], "{name} in\n{text}");
         }
         assert_eq!(value("mcp_reaper_would_reap_trees_total", None), 5.0);
         assert_eq!(value("mcp_reaper_would_reap_processes_total", None), 11.0);

@@ -317,6 +317,54 @@ pub struct Status {
     /// Hosts that announced the end of their session and still run.
     #[serde(default)]
     pub session_ends: Vec<SessionEnding>,
+    /// One live host's copies of one server, where it holds two or more, as
+    /// the daemon last sampled them (issue 35).
+    #[serde(default)]
+    pub generations: Vec<GenerationStatus>,
+}
+
+/// One host's copies of one server command, with what the daemon's samples
+/// say of each (`reaperctl generations` shows the rest).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GenerationStatus {
+    pub host_pid: i32,
+    pub host_start_time: u64,
+    pub host_cmd: String,
+    pub command: String,
+    pub copies: usize,
+    pub generation_count: usize,
+    /// PSS + `SwapPss` of every copy's tree.
+    pub memory_bytes: u64,
+    /// Copies whose trees did no I/O and used no CPU for `idle_secs` or
+    /// more, as far as the daemon watched them.
+    pub idle_copies: usize,
+    pub idle_secs: u64,
+    /// "host H holds N copies of X in G generations, M; I idle for more than 30m".
+    pub sentence: String,
+    /// Copies the `[generations]` policy ends (or, in a dry run, would end)
+    /// at this sample; 0 while the policy is off.
+    pub ending: usize,
+    /// Why nothing more of it is ended: the respawn guard tripped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
+    /// Every copy, oldest first.
+    pub copy_samples: Vec<CopySample>,
+}
+
+/// One copy as the daemon sampled it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopySample {
+    pub pid: i32,
+    pub start_time: u64,
+    /// Since its tree last read, wrote or used CPU (or since the daemon
+    /// first sampled it, when it never did meanwhile).
+    pub idle_secs: u64,
+    /// Since the daemon first sampled it.
+    pub watched_secs: u64,
+    pub memory_bytes: u64,
+    /// What the `[generations]` policy decided, and why.
+    pub end: bool,
+    pub why: String,
 }
 
 /// A host that announced the end of its session (`reaperctl session-end`

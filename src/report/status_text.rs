@@ -59,6 +59,15 @@ pub fn render(s: &Status) -> String {
             roots.join(", ")
         );
     }
+    for g in s.generations.iter().take(MAX_TREES) {
+        let _ = writeln!(o, "  generations: {}", p(&g.sentence));
+        if let Some(why) = &g.guard {
+            let _ = writeln!(o, "    respawn guard: {}", p(why));
+        }
+    }
+    if s.generations.len() > MAX_TREES {
+        let _ = writeln!(o, "  … {} more piles: reaperctl status --json", s.generations.len() - MAX_TREES);
+    }
     let t = &s.totals;
     let _ = writeln!(
         o,

@@ -1,8 +1,11 @@
-//! What a process has done so far, for `reaperctl generations` (issue 35):
-//! its proportional memory, CPU time and I/O counters, and one variable of
-//! its environment. All read through one `/proc/PID` directory fd whose start
+//! What a process has done so far, for `reaperctl generations` and the
+//! daemon's samples of copies (issue 35): its proportional memory, CPU time
+//! and I/O counters, the bytes waiting in its stdin pipe, and one variable
+//! of its environment. All read through one `/proc/PID` directory fd whose start
 //! time was checked (a reused pid reads as nothing), each read bounded: these
 //! are a user's processes.
+
+use rustix::fs::{Mode, OFlags};
 
 use super::parse::{self, Rollup};
 use super::procfs::{ProcFs, read_at, read_at_most};
@@ -34,6 +37,43 @@ impl ProcFs {
         };
         let rollup = read_at(&dir, "smaps_rollup", &mut buf).ok().and_then(|()| parse::parse_smaps_rollup(&buf));
         Some(Activity { rollup, cpu_ticks, io })
+    }
+
+    /// CPU time and I/O counters of `id` alone: what the daemon samples
+    /// (no `smaps_rollup`, whose cost grows with the mappings).
+    pub fn counters(&self, id: Identity) -> Option<Activity> {
+        let mut buf = Vec::with_capacity(SMALL_MAX);
+        let dir = self.open_verified(id, &mut buf)?;
+        let cpu_ticks = cpu_ticks(&buf);
+        let io = match read_at_most(&dir, "io", &mut buf, SMALL_MAX).map(|()| io_counters(&buf)) {
+            Ok((Some(r), Some(w))) => Some((r, w)),
+            _ => None,
+        };
+        Some(Activity { rollup: None, cpu_ticks, io })
+    }
+
+    /// Bytes written to the pipe on stdin of `id` and not read yet: a
+    /// request its host sent that it has not taken. `None` when stdin is no
+    /// pipe or could not be asked. The pipe is opened through
+    /// `/proc/PID/fd/0` (read side, non-blocking) only once the link says
+    /// it is a pipe, and asked only if the file opened is that pipe: never
+    /// a terminal or a device, which an open could disturb.
+    pub fn stdin_waiting(&self, id: Identity) -> Option<u64> {
+        let mut buf = Vec::new();
+        let dir = self.open_verified(id, &mut buf)?;
+        let link = rustix::fs::readlinkat(&dir, "fd/0", Vec::new()).ok()?;
+        let ino: u64 = link
+            .to_bytes()
+            .strip_prefix(b"pipe:[")?
+            .strip_suffix(b"]")
+            .and_then(|n| std::str::from_utf8(n).ok())?
+            .parse()
+            .ok()?;
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+        let pipe = rustix::fs::openat(&dir, "fd/0", flags, Mode::empty()).ok()?;
+        let st = rustix::fs::fstat(&pipe).ok()?;
+        let fifo = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo;
+        (fifo && st.st_ino == ino).then(|| rustix::io::ioctl_fionread(&pipe).ok()).flatten()
     }
 
     /// At most the first `max` bytes of the environment of `id`.
@@ -74,6 +114,27 @@ mod tests {
         let stat = b"42 (a) S 1 2 3 (b) S 1 42 42 0 -1 4194304 100 0 0 0 7 5 0 0 20 0 1 0 900 1000 10\n";
         assert_eq!(cpu_ticks(stat), Some(12));
         assert_eq!(cpu_ticks(b"42 (x"), None);
+    }
+
+    #[test]
+    fn bytes_a_child_has_not_read_from_its_stdin_pipe_are_counted() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("sleep").arg("60").stdin(Stdio::piped()).spawn().unwrap();
+        let procfs = super::ProcFs::new("/proc");
+        let pid = crate::ids::Pid::new(i32::try_from(child.id()).unwrap()).unwrap();
+        let id = procfs.process(pid).unwrap().id;
+        assert_eq!(procfs.stdin_waiting(id), Some(0));
+        child.stdin.as_mut().unwrap().write_all(b"{\"id\":1}\n").unwrap();
+        assert_eq!(procfs.stdin_waiting(id), Some(9));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(procfs.stdin_waiting(id), None, "gone");
+        let mut tty_less = Command::new("sleep").arg("60").stdin(Stdio::null()).spawn().unwrap();
+        let pid = crate::ids::Pid::new(i32::try_from(tty_less.id()).unwrap()).unwrap();
+        assert_eq!(procfs.stdin_waiting(procfs.process(pid).unwrap().id), None, "no pipe");
+        let _ = tty_less.kill();
+        let _ = tty_less.wait();
     }
 
     #[test]
