@@ -118,6 +118,20 @@ pub fn generations(
     groups
 }
 
+/// How many generations sorted start times (clock ticks) make, sessions
+/// aside: the rule [`generations`] cuts by.
+pub fn count(starts: &[u64], tck: u64) -> usize {
+    let mut n = 0;
+    let mut first = None;
+    for &t in starts {
+        if first.is_none_or(|f: u64| t.saturating_sub(f) > WINDOW_SECS * tck) {
+            first = Some(t);
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Whether the host holds the far end of the tree's transport: the
 /// stdin-holder evidence the `abandoned` rule reads (`scan/link.rs`),
 /// asked for every live tree's root with its owner as the expected holder.

@@ -39,6 +39,8 @@ fn copies_cluster_into_generations_by_start_time() {
     assert_eq!(snap.procs[pw.host].pid().get(), 100);
     let dup = crate::policy::duplicates(&snap, &js);
     assert_eq!(pw.command, dup[0].command, "named as `duplicates` names it");
+    assert_eq!(dup[0].generations, 4, "the scan's count by the same rule");
+    assert_eq!(dup[0].rss_bytes, 12 << 20, "every copy's members");
     assert_eq!(gs[1].count(), 1);
 }
 

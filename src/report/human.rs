@@ -209,15 +209,21 @@ fn duplicates(out: &mut String, report: &json::ScanReport, width: Option<usize>)
     if report.duplicates.is_empty() {
         return;
     }
-    let _ = writeln!(out, "DUPLICATES · the same server command more than once under one live host (kept)");
+    let _ = writeln!(
+        out,
+        "DUPLICATES · the same server command more than once under one live host (kept; reaperctl generations shows each copy)"
+    );
     for d in &report.duplicates {
         let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
         let line = format!(
-            "  {}× {} under host {} ({}): trees {}",
+            "  {}× {} under host {} ({}) in {} generation{}, {} RSS: trees {}",
             d.count,
             super::printable(&d.command),
             d.host_pid,
             super::printable(&d.host_cmd),
+            d.generation_count,
+            if d.generation_count == 1 { "" } else { "s" },
+            super::bytes(d.rss_bytes),
             roots.join(", ")
         );
         let _ = writeln!(out, "{}", cut(&line, width, 0));

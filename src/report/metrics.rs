@@ -316,6 +316,8 @@ mod tests {
                 command: "@playwright/mcp".into(),
                 count: 3,
                 root_pids: vec![4200, 4300, 4400],
+                generation_count: 1,
+                rss_bytes: 3 << 20,
             }],
             generations: vec![crate::report::status::GenerationStatus {
                 host_pid: 4100,

@@ -114,6 +114,12 @@ pub struct DuplicateServers {
     pub count: usize,
     /// The roots of their trees.
     pub root_pids: Vec<i32>,
+    /// Sets started more than a few seconds apart (sessions aside).
+    #[serde(default)]
+    pub generation_count: usize,
+    /// RSS + swap of every copy's members (`reaperctl generations` reads PSS).
+    #[serde(default)]
+    pub rss_bytes: u64,
 }
 
 impl DuplicateServers {
@@ -125,6 +131,8 @@ impl DuplicateServers {
             command: d.command.clone(),
             count: d.roots.len(),
             root_pids: d.roots.iter().map(|&r| snap.procs[r].pid().get()).collect(),
+            generation_count: d.generations,
+            rss_bytes: d.rss_bytes,
         }
     }
 

@@ -51,11 +51,13 @@ pub fn render(s: &Status) -> String {
         let roots: Vec<String> = d.root_pids.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             o,
-            "  duplicate {}× {} under host {} ({}): trees {}",
+            "  duplicate {}× {} under host {} ({}) in {} generation(s), {} RSS: trees {}",
             d.count,
             p(&d.command),
             d.host_pid,
             p(&d.host_cmd),
+            d.generation_count,
+            bytes(d.rss_bytes),
             roots.join(", ")
         );
     }
