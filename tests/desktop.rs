@@ -249,3 +249,36 @@ fn desktop_notify_sends_one_notify_and_exits_0() {
     assert_eq!((n.app.as_str(), n.summary.as_str()), ("mcp-reaper", "Reaped 2 orphaned MCP servers, 3 MiB freed"));
     assert!(notes.recv_timeout(Duration::from_secs(1)).is_err(), "one Notify only");
 }
+
+/// Issue 35 item 2: one host's copies of one server reach
+/// `[generations] notify_copies`: one `Notify` naming the host, the count
+/// and the command to see them, and no second one for the same pile.
+#[test]
+fn copies_piling_up_under_a_live_host_are_told_once() {
+    let Some(bus) = Bus::start("copies_piling_up_under_a_live_host_are_told_once") else {
+        return;
+    };
+    let notes = listener(&bus.address, true);
+    let fetch = || Spec::new(&["uvx", "mcp-server-fetch"]);
+    let sb = Sandbox::new(vec![Spec::new(CLAUDE).stdio_pty().child(fetch()).child(fetch()).child(fetch())]);
+    let host = sb.pid_of("claude");
+    let cfg = sb.dir().config_with(
+        0,
+        "interval_secs = 1",
+        "[notify]\ndesktop = true\n[generations]\nsample_secs = 1\nnotify_copies = 3\nnotify_memory_mib = 0\n",
+    );
+    let how = Launch { env: vec![("DBUS_SESSION_BUS_ADDRESS", bus.address.clone())], ..Launch::default() };
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &how);
+    let n =
+        notes.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|e| panic!("no Notify ({e}):\n{}", d.log_text()));
+    assert!(
+        n.summary.starts_with(&format!("MCP servers piling up: host claude --resume (pid {host}) holds 3 copies of ")),
+        "{n:?}"
+    );
+    let st = d.status();
+    let scans = st["scans"]["count"].as_u64().unwrap();
+    d.status_until(Duration::from_secs(60), "more samples", |st| st["scans"]["count"].as_u64().unwrap() > scans + 5);
+    assert!(notes.recv_timeout(Duration::from_secs(1)).is_err(), "told once");
+    assert_eq!(d.count("MCP servers piling up"), 1, "{}", d.log_text());
+    sb.assert_alive(&sb.all_pids());
+}
