@@ -20,7 +20,7 @@ fn high_links(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Vec<HighLink> {
     else {
         return out;
     };
-    let Ok(entries) = rustix::fs::Dir::read_from(&fds) else { return out };
+    let Ok(entries) = rustix::fs::Dir::new(fds) else { return out };
     let mut numbers: Vec<u32> = entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().ok().and_then(|n| n.parse::<u32>().ok()))
@@ -48,15 +48,19 @@ const MAX_KIN: usize = 64;
 /// Fds of a descendant looked at, at most.
 const KIN_FDS: usize = 256;
 
-/// The pipes on the fds of the process behind `dir`, with each one's access
-/// mode (0 read, 1 write, 2 both or unknown). `None` when its fd table cannot
-/// be read, or holds more than [`KIN_FDS`] fds: an end it holds past them
-/// would be missed, and a missed end reads as a host's.
-fn pipe_ends(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Option<Vec<(String, u32)>> {
+/// The ends of the pipes in `wanted` on the fds of the process behind
+/// `dir`, with each one's access mode (0 read, 1 write, 2 both or unknown).
+/// Only those are asked their mode: an end of another pipe marks nothing.
+/// `None` when its fd table cannot be read, or holds more than [`KIN_FDS`]
+/// fds: an end it holds past them would be missed, and a missed end reads
+/// as a host's.
+fn pipe_ends(dir: &rustix::fd::OwnedFd, wanted: &[&str], buf: &mut Vec<u8>) -> Option<Vec<(String, u32)>> {
     use rustix::fs::{Mode, OFlags};
     let fds =
         rustix::fs::openat(dir, "fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let entries = rustix::fs::Dir::read_from(&fds).ok()?;
+    // Dir::new, not read_from: it reads through this fd instead of opening
+    // the directory a second time.
+    let entries = rustix::fs::Dir::new(fds).ok()?;
     let mut numbers = Vec::new();
     for e in entries {
         let fd = e.ok()?.file_name().to_str().ok().and_then(|n| n.parse::<u32>().ok());
@@ -67,7 +71,9 @@ fn pipe_ends(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Option<Vec<(String
     }
     let mut out = Vec::new();
     for fd in numbers {
-        let Some(target) = readlink_at(dir, &format!("fd/{fd}")).filter(|t| t.starts_with("pipe:[")) else { continue };
+        let Some(target) = readlink_at(dir, &format!("fd/{fd}")).filter(|t| wanted.contains(&t.as_str())) else {
+            continue;
+        };
         let access = read_at(dir, &format!("fdinfo/{fd}"), buf).ok().and_then(|()| {
             let text = String::from_utf8_lossy(buf);
             let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
@@ -89,7 +95,7 @@ fn children_at(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Option<Vec<Pid>>
     else {
         return Some(Vec::new());
     };
-    let Ok(entries) = rustix::fs::Dir::read_from(&tasks) else { return Some(Vec::new()) };
+    let Ok(entries) = rustix::fs::Dir::new(tasks) else { return Some(Vec::new()) };
     let tids: Vec<u32> =
         entries.flatten().filter_map(|e| e.file_name().to_str().ok().and_then(|n| n.parse().ok())).collect();
     let mut out = Vec::new();
@@ -231,21 +237,40 @@ impl ProcFs {
     /// (a forked server's) does not count. Past [`MAX_KIN`] descendants, or
     /// where a descendant's fds or the children lists cannot be read, every
     /// pipe is marked: what cannot be ruled out keeps.
+    ///
+    /// The descendants are found first, by their children lists alone, and
+    /// only then are their fd tables read, nearest first, until every pipe is
+    /// kin: the same marks as reading both as each is met, but a process with
+    /// more than [`MAX_KIN`] descendants (a bench's or a session's manager,
+    /// a fork pool) costs 64 children lists, not 64 fd tables, and a host's
+    /// pipes are found on its children before its grandchildren are read.
     fn mark_kin(&self, dir: &rustix::fd::OwnedFd, d: &mut Details) {
+        let all = |d: &mut Details| d.high_links.iter_mut().for_each(|h| h.kin = true);
         let mut buf = Vec::with_capacity(512);
-        let Some(mut queue) = children_at(dir, &mut buf) else {
-            d.high_links.iter_mut().for_each(|h| h.kin = true);
-            return;
-        };
-        let mut seen = 0;
-        while let Some(k) = queue.pop() {
-            seen += 1;
-            let kid = (seen <= MAX_KIN).then(|| self.open_pid_dir(k)).flatten();
-            let held = kid.as_ref().and_then(|kid| Some((pipe_ends(kid, &mut buf)?, children_at(kid, &mut buf)?)));
-            let Some((held, grandchildren)) = held else {
-                d.high_links.iter_mut().for_each(|h| h.kin = true);
+        let Some(mut queue) = children_at(dir, &mut buf) else { return all(d) };
+        // Breadth first; each kept open so that its fds are read from the
+        // process whose children were listed, not from a reused pid.
+        let mut kids = Vec::new();
+        while kids.len() < queue.len() {
+            if kids.len() == MAX_KIN {
+                return all(d);
+            }
+            let Some(kid) = self.open_pid_dir(queue[kids.len()]) else { return all(d) };
+            let Some(grandchildren) = children_at(&kid, &mut buf) else { return all(d) };
+            queue.extend(grandchildren);
+            kids.push(kid);
+        }
+        for kid in &kids {
+            let open: Vec<&str> = d
+                .high_links
+                .iter()
+                .filter(|h| h.target.kind() == FdKind::Pipe && !h.kin)
+                .map(|h| h.target.0.as_str())
+                .collect();
+            if open.is_empty() {
                 return;
-            };
+            }
+            let Some(held) = pipe_ends(kid, &open, &mut buf) else { return all(d) };
             for h in d.high_links.iter_mut().filter(|h| h.target.kind() == FdKind::Pipe) {
                 // Its other end: written by them when it reads, read when it writes.
                 let other = |a: u32| match h.access {
@@ -255,7 +280,6 @@ impl ProcFs {
                 };
                 h.kin |= held.iter().any(|(t, a)| *t == h.target.0 && other(*a));
             }
-            queue.extend(grandchildren);
         }
     }
 }

@@ -311,7 +311,7 @@ fn find_fd(dir: &OwnedFd, target: &str, write: bool, buf: &mut Vec<u8>) -> Optio
     let fds =
         rustix::fs::openat(dir.as_fd(), "fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .ok()?;
-    let entries = rustix::fs::Dir::read_from(&fds).ok()?;
+    let entries = rustix::fs::Dir::new(fds).ok()?;
     for e in entries.flatten() {
         let Some(fd) = e.file_name().to_str().ok().and_then(|n| n.parse::<i32>().ok()) else { continue };
         if fd_holds(dir, fd, target, write, buf) {

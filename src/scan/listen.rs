@@ -73,7 +73,7 @@ impl ProcFs {
 fn socket_inodes(dir: &OwnedFd) -> Option<HashSet<u64>> {
     let fds =
         rustix::fs::openat(dir, "fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let entries = rustix::fs::Dir::read_from(&fds).ok()?;
+    let entries = rustix::fs::Dir::new(fds).ok()?;
     let mut out = HashSet::new();
     for e in entries.flatten().take(MAX_FDS) {
         let Some(fd) = e.file_name().to_str().ok().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else { continue };
