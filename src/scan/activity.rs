@@ -5,7 +5,7 @@
 //! time was checked (a reused pid reads as nothing), each read bounded: these
 //! are a user's processes.
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{FileType, Mode, OFlags};
 
 use super::parse::{self, Rollup};
 use super::procfs::{ProcFs, read_at, read_at_most};
@@ -52,28 +52,38 @@ impl ProcFs {
         Some(Activity { rollup: None, cpu_ticks, io })
     }
 
-    /// Bytes written to the pipe on stdin of `id` and not read yet: a
-    /// request its host sent that it has not taken. `None` when stdin is no
-    /// pipe or could not be asked. The pipe is opened through
-    /// `/proc/PID/fd/0` (read side, non-blocking) only once the link says
-    /// it is a pipe, and asked only if the file opened is that pipe: never
-    /// a terminal or a device, which an open could disturb.
+    /// Bytes written to the stdin of `id` (a pipe or a stream socket) and
+    /// not read yet: a request its host sent that it has not taken. `None`
+    /// when stdin is neither, or could not be asked.
+    ///
+    /// A pipe is opened through `/proc/PID/fd/0` (read side, non-blocking)
+    /// only once the link says it is a pipe, and asked only if the file
+    /// opened is that pipe: never a terminal or a device, which an open
+    /// could disturb. A socket cannot be opened so: a duplicate of fd 0 is
+    /// taken through a pidfd checked against the start time (as
+    /// [`super::sockpoll`] does), asked (`SIOCINQ`) and closed; never read.
     pub fn stdin_waiting(&self, id: Identity) -> Option<u64> {
         let mut buf = Vec::new();
         let dir = self.open_verified(id, &mut buf)?;
         let link = rustix::fs::readlinkat(&dir, "fd/0", Vec::new()).ok()?;
-        let ino: u64 = link
-            .to_bytes()
-            .strip_prefix(b"pipe:[")?
-            .strip_suffix(b"]")
-            .and_then(|n| std::str::from_utf8(n).ok())?
-            .parse()
-            .ok()?;
-        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let pipe = rustix::fs::openat(&dir, "fd/0", flags, Mode::empty()).ok()?;
-        let st = rustix::fs::fstat(&pipe).ok()?;
-        let fifo = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo;
-        (fifo && st.st_ino == ino).then(|| rustix::io::ioctl_fionread(&pipe).ok()).flatten()
+        let inode = |prefix: &[u8]| -> Option<u64> {
+            let n = link.to_bytes().strip_prefix(prefix)?.strip_suffix(b"]")?;
+            std::str::from_utf8(n).ok()?.parse().ok()
+        };
+        if let Some(ino) = inode(b"pipe:[") {
+            let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+            let pipe = rustix::fs::openat(&dir, "fd/0", flags, Mode::empty()).ok()?;
+            return queued(&pipe, FileType::Fifo, ino);
+        }
+        let ino = inode(b"socket:[")?;
+        let pidfd = crate::sys::pidfd_open(id.pid).ok()?;
+        // The pidfd names one process for good; the start time proves it
+        // is the one judged (the pid was not recycled before the open).
+        if self.stat(id.pid).is_none_or(|st| st.start_time != id.start_time.0) {
+            return None;
+        }
+        let fd = rustix::process::pidfd_getfd(&pidfd, 0, rustix::process::PidfdGetfdFlags::empty()).ok()?;
+        queued(&fd, FileType::Socket, ino)
     }
 
     /// At most the first `max` bytes of the environment of `id`.
@@ -84,6 +94,13 @@ impl ProcFs {
         buf.truncate(max);
         Some(buf)
     }
+}
+
+/// Bytes unread in `fd` (`FIONREAD`, `SIOCINQ` for a socket), if it is
+/// the `kind` of file with inode `ino` that the link named.
+fn queued(fd: &std::os::fd::OwnedFd, kind: FileType, ino: u64) -> Option<u64> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    (FileType::from_raw_mode(st.st_mode) == kind && st.st_ino == ino).then(|| rustix::io::ioctl_fionread(fd).ok())?
 }
 
 /// utime + stime (fields 14 and 15 of `stat`), counted after the last `)`:
@@ -135,6 +152,24 @@ mod tests {
         assert_eq!(procfs.stdin_waiting(procfs.process(pid).unwrap().id), None, "no pipe");
         let _ = tty_less.kill();
         let _ = tty_less.wait();
+    }
+
+    #[test]
+    fn bytes_a_child_has_not_read_from_its_stdin_socket_are_counted() {
+        use std::io::Write;
+        use std::os::fd::OwnedFd;
+        use std::process::{Command, Stdio};
+        let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut child = Command::new("sleep").arg("60").stdin(Stdio::from(OwnedFd::from(theirs))).spawn().unwrap();
+        let procfs = super::ProcFs::new("/proc");
+        let pid = crate::ids::Pid::new(i32::try_from(child.id()).unwrap()).unwrap();
+        let id = procfs.process(pid).unwrap().id;
+        assert_eq!(procfs.stdin_waiting(id), Some(0));
+        ours.write_all(b"{\"id\":2}\n").unwrap();
+        assert_eq!(procfs.stdin_waiting(id), Some(9));
+        assert_eq!(procfs.stdin_waiting(id), Some(9), "asking takes nothing from the server");
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]
