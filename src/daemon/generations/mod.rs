@@ -128,6 +128,12 @@ impl Generations {
             self.status.push((line, uid));
         }
         out.outcomes = self.end(procfs, cfg, snap, &groups, &decisions, dry_run, now);
+        tracing::debug!(
+            "generations: {} pile(s), {} copies sampled in {:.1} ms",
+            piles.len(),
+            piles.iter().map(|g| g.count()).sum::<usize>(),
+            now.elapsed().as_secs_f64() * 1e3
+        );
         out
     }
 
