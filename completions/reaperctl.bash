@@ -173,13 +173,21 @@ _reaperctl() {
             return 0
             ;;
         reaperctl__subcmd__generations)
-            opts="-h --json --scope --config --socket --help"
+            opts="-h --json --scope --end --dry-run --sample-secs --config --socket --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scope)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --end)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sample-secs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

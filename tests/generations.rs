@@ -79,7 +79,18 @@ fn twelve_copies_in_four_generations_under_one_live_host() {
     let cfg = sb.dir().config(0, "");
     let scope = s(sb.scope_pid());
 
-    let out = common::reaperctl(["generations", "--json", "--config", &s(cfg.display()), "--scope", &scope]);
+    // No daemon answers there: the view is one look, as said.
+    let nowhere = s(bin.path().join("no-daemon.sock").display());
+    let out = common::reaperctl([
+        "generations",
+        "--json",
+        "--config",
+        &s(cfg.display()),
+        "--scope",
+        &scope,
+        "--socket",
+        &nowhere,
+    ]);
     assert!(out.status.success(), "{}\n{}", text(&out.stderr), text(&out.stdout));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
     let hosts = v["hosts"].as_array().unwrap();
@@ -113,7 +124,8 @@ fn twelve_copies_in_four_generations_under_one_live_host() {
     assert!(time["sessions"][0]["session"].is_null(), "a hostile session id is not believed: {time:#}");
     assert_eq!(v["idle"], "needs the daemon's samples");
 
-    let out = common::reaperctl(["generations", "--config", &s(cfg.display()), "--scope", &scope]);
+    let out =
+        common::reaperctl(["generations", "--config", &s(cfg.display()), "--scope", &scope, "--socket", &nowhere]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let words = text(&out.stdout);
     eprintln!("{words}");

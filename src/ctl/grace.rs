@@ -75,13 +75,13 @@ fn warning(w: &str) -> String {
     format!("warning: {w}")
 }
 
-enum Unasked {
+pub(super) enum Unasked {
     /// No socket: no daemon runs there, so none tracks a grace.
     NoDaemon,
     Failed(String),
 }
 
-fn ask_status(socket: &Path) -> Result<proto::Status, Unasked> {
+pub(super) fn ask_status(socket: &Path) -> Result<proto::Status, Unasked> {
     if !socket.exists() {
         return Err(Unasked::NoDaemon);
     }

@@ -4,6 +4,8 @@ mod config_show;
 pub mod desktop;
 mod doctor;
 mod generations;
+mod generations_end;
+mod generations_evidence;
 mod grace;
 mod history;
 mod hosts;
@@ -31,7 +33,8 @@ use crate::stdout::{out, outln};
     version,
     about = "Inspect and control mcp-reaper",
     long_about = "Inspect and control mcp-reaper.\n\n\
-        `scan`, `generations` and `validate` work without the daemon and never signal anything; `status`, `reload`, \
+        `scan`, `generations` and `validate` work without the daemon and never signal anything (but \
+        `generations --end`, which ends one host's old idle copies when asked); `status`, `reload`, \
         `reap-now` and `metrics` talk to a running mcp-reaperd over its control socket; `history` lists what was reaped, from the \
         ledger beside the state file or from the daemon. `run` starts a host \
         in a session of its own and ends what it leaves behind; `session-end`, from a host's session-end \
@@ -40,7 +43,8 @@ use crate::stdout::{out, outln};
         70 internal error, 71 `run` cannot set up the session as asked, 72 /proc cannot be read, 75 the daemon is busy (try again), \
         76 the daemon did not understand the request, \
         77 permission denied, 78 configuration error (or `validate` found problems). \
-        `scan --exit-code` exits 1 when a tree would be reaped. \
+        `scan --exit-code` exits 1 when a tree would be reaped. `generations --end` exits 64 for a pid that is no \
+        live host with copies, 77 for another user's host or copy, 75 when a copy would not go. \
         A reader that goes away early (`reaperctl status | head -1`) ends any command quietly with status 0. \
         `run` otherwise exits with the host's status (128 + signal when a signal ended it; \
         127 when the host is not found, 126 when it cannot be run).\n\n\
@@ -70,8 +74,10 @@ pub enum Command {
     /// (read now, like `scan`; see `[hosts]` in mcp-reaper.toml(5)).
     Hosts(ScanArgs),
     /// Each live host's server copies by command and generation (copies
-    /// started together), with memory, CPU time, I/O and whether the host
-    /// still holds each copy's transport (read now, like `scan`; nothing is signalled).
+    /// started together), with memory, CPU time, I/O, whether the host
+    /// still holds each copy's transport and, when the daemon answers, how
+    /// long each was idle (read now, like `scan`; nothing is signalled unless
+    /// `--end HOST_PID` asks to end that host's old idle copies).
     Generations(generations::GenerationsArgs),
     /// Check a config file; print "ok" or every problem found.
     Validate,

@@ -8,11 +8,17 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::policy::generations::{Group, WINDOW_SECS};
+use crate::report::status::GenerationStatus;
 use crate::scan::Snapshot;
 
-/// What `idle` says until the daemon samples each copy's I/O and CPU over
-/// time: one look cannot tell an idle copy from a busy one.
+/// What `idle` says when no daemon's samples are at hand: one look cannot
+/// tell an idle copy from a busy one.
 pub const IDLE_UNKNOWN: &str = "needs the daemon's samples";
+
+/// What `idle` says when the daemon answered with its samples.
+pub fn idle_sampled(every_secs: u64) -> String {
+    format!("sampled by the daemon every {every_secs}s")
+}
 
 /// What was read of one copy's tree (every member summed), by the caller.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,7 +41,8 @@ pub struct GenerationsReport {
     /// Copies started within this many seconds of a generation's first copy
     /// (and of one session) are one generation.
     pub window_secs: u64,
-    pub idle: &'static str,
+    /// What is known of idleness: [`IDLE_UNKNOWN`], or [`idle_sampled`].
+    pub idle: String,
     pub hosts: Vec<HostCopies>,
     pub summary: Summary,
 }
@@ -52,6 +59,8 @@ pub struct Summary {
 #[derive(Clone, Debug, Serialize)]
 pub struct HostCopies {
     pub host_pid: i32,
+    /// With `host_pid`, the host's identity (clock ticks since boot).
+    pub host_start_time: u64,
     /// Masked like every command line shown.
     pub host_cmd: String,
     pub copies: usize,
@@ -65,8 +74,13 @@ pub struct ServerCopies {
     pub copies: usize,
     pub generation_count: usize,
     pub memory_bytes: u64,
-    /// "host H holds N copies of X in G generations, M".
+    /// "host H holds N copies of X in G generations, M", and, from the
+    /// daemon's samples, "; I idle for more than W".
     pub sentence: String,
+    /// From the daemon's samples (`null` without them): copies idle for
+    /// `idle_secs` or more, and that window.
+    pub idle_copies: Option<usize>,
+    pub idle_secs: Option<u64>,
     /// Copies per session their environment names; `null`: none named.
     pub sessions: Vec<SessionCount>,
     /// Oldest first.
@@ -109,6 +123,14 @@ pub struct CopyOut {
     pub session: Option<String>,
     /// The tree's verdict, as `scan` gives it.
     pub verdict: crate::policy::Verdict,
+    /// From the daemon's samples, matched by (`pid`, `start_time`); `null`
+    /// where it has none of this copy (no daemon, or not sampled yet):
+    /// since its tree last read, wrote or used CPU, and since first sampled.
+    pub idle_secs: Option<u64>,
+    pub watched_secs: Option<u64>,
+    /// What the daemon's `[generations]` policy decided of it, and why.
+    pub policy_end: Option<bool>,
+    pub policy_why: Option<String>,
 }
 
 /// The report for `groups`, with each copy's `usage` (by root index).
@@ -121,6 +143,7 @@ pub fn build(snap: &Snapshot, groups: &[Group], usage: &HashMap<usize, Usage>) -
         if hosts.last().is_none_or(|h| h.host_pid != host.pid().get()) {
             hosts.push(HostCopies {
                 host_pid: host.pid().get(),
+                host_start_time: host.id.start_time.0,
                 host_cmd: host.display_cmd().into_owned(),
                 copies: 0,
                 memory_bytes: 0,
@@ -154,6 +177,10 @@ pub fn build(snap: &Snapshot, groups: &[Group], usage: &HashMap<usize, Usage>) -
                         host_holds_transport: c.held,
                         session: c.session.clone(),
                         verdict: c.verdict,
+                        idle_secs: None,
+                        watched_secs: None,
+                        policy_end: None,
+                        policy_why: None,
                     }
                 })
                 .collect();
@@ -181,6 +208,8 @@ pub fn build(snap: &Snapshot, groups: &[Group], usage: &HashMap<usize, Usage>) -
             copies: g.count(),
             generation_count: gens.len(),
             memory_bytes: memory,
+            idle_copies: None,
+            idle_secs: None,
             sessions,
             generations: gens,
         });
@@ -192,7 +221,50 @@ pub fn build(snap: &Snapshot, groups: &[Group], usage: &HashMap<usize, Usage>) -
         generations: groups.iter().map(|g| g.generations.len()).sum(),
         memory_bytes: hosts.iter().map(|h| h.memory_bytes).sum(),
     };
-    GenerationsReport { window_secs: WINDOW_SECS, idle: IDLE_UNKNOWN, hosts, summary }
+    GenerationsReport { window_secs: WINDOW_SECS, idle: IDLE_UNKNOWN.into(), hosts, summary }
+}
+
+/// Adds the daemon's samples (`piles`, from its status; it samples every
+/// `every_secs`) to the report: per copy by identity, per pile by host
+/// identity and command. A copy the daemon has not sampled keeps `null`s:
+/// its one look says nothing of idleness.
+pub fn merge_samples(r: &mut GenerationsReport, piles: &[GenerationStatus], every_secs: u64) {
+    r.idle = idle_sampled(every_secs);
+    for h in &mut r.hosts {
+        for s in &mut h.servers {
+            let Some(p) = piles
+                .iter()
+                .find(|p| p.host_pid == h.host_pid && p.host_start_time == h.host_start_time && p.command == s.command)
+            else {
+                continue;
+            };
+            s.idle_copies = Some(p.idle_copies);
+            s.idle_secs = Some(p.idle_secs);
+            s.sentence.push_str(&idle_clause(p.idle_copies, p.idle_secs));
+            for c in s.generations.iter_mut().flat_map(|g| g.copies.iter_mut()) {
+                // A copy listed before its first sample has 0 watched: not seen yet.
+                let Some(x) = p
+                    .copy_samples
+                    .iter()
+                    .find(|x| x.pid == c.pid && x.start_time == c.start_time && x.watched_secs > 0)
+                else {
+                    continue;
+                };
+                c.idle_secs = Some(x.idle_secs);
+                c.watched_secs = Some(x.watched_secs);
+                c.policy_end = Some(x.end);
+                c.policy_why = Some(x.why.clone());
+            }
+        }
+    }
+}
+
+/// "; I idle for more than W", as the daemon's own sentence says it.
+pub fn idle_clause(idle_copies: usize, idle_secs: u64) -> String {
+    format!(
+        "; {idle_copies} idle for more than {}",
+        crate::policy::surplus::span(std::time::Duration::from_secs(idle_secs))
+    )
 }
 
 /// The sentence issue 35 asks every view to say.

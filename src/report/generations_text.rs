@@ -131,8 +131,15 @@ fn copy_line(c: &CopyOut) -> String {
         format!("{} ({})", bytes(c.memory_bytes), c.memory_source)
     };
     let verdict = if c.verdict == crate::policy::Verdict::Live { String::new() } else { format!(" · {}", c.verdict) };
+    // The daemon's samples, where it has this copy's: idle since, and what
+    // its policy would do (the reason is in `--json`).
+    let idle = match (c.idle_secs, c.policy_end) {
+        (Some(i), Some(true)) => format!(" · idle {} · the policy ends it", age(i as f64)),
+        (Some(i), _) => format!(" · idle {}", age(i as f64)),
+        (None, _) => String::new(),
+    };
     format!(
-        "pid {} · age {} · {} {} · {mem} · cpu {cpu} · {io} · {held}{verdict}",
+        "pid {} · age {} · {} {} · {mem} · cpu {cpu} · {io} · {held}{idle}{verdict}",
         c.pid,
         age(c.age_secs),
         c.members,
@@ -168,6 +175,10 @@ mod tests {
             host_holds_transport: Some(true),
             session: None,
             verdict: crate::policy::Verdict::Live,
+            idle_secs: None,
+            watched_secs: None,
+            policy_end: None,
+            policy_why: None,
         }
     }
 
@@ -186,15 +197,18 @@ mod tests {
             copies: 1500,
             generation_count: 50,
             memory_bytes: 1,
+            idle_copies: None,
+            idle_secs: None,
             sentence: format!("host h holds 1500 copies of evil\u{202e}{} in 50 generations, 1 B", "x".repeat(500)),
             sessions: Vec::new(),
             generations: gens,
         };
         let r = GenerationsReport {
             window_secs: 3,
-            idle: super::super::generations::IDLE_UNKNOWN,
+            idle: super::super::generations::IDLE_UNKNOWN.into(),
             hosts: vec![HostCopies {
                 host_pid: 5,
+                host_start_time: 1,
                 host_cmd: "claude".into(),
                 copies: 1500,
                 memory_bytes: 1,

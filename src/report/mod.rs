@@ -3,6 +3,7 @@
 
 pub mod desktop;
 pub mod generations;
+pub mod generations_end;
 pub mod generations_text;
 pub mod human;
 pub mod journal;
