@@ -42,12 +42,12 @@ fn idle_old() -> Vec<usize> {
 /// generation window apart, each noted in `pids`; then, every 0.3 s, a
 /// request to each copy of the newest set and to copy `POKED` (the file
 /// [`writing`] says the first went out).
-fn script(fakeproc: &str, window: u64, pids: &Path) -> String {
+fn script(fakeproc: &str, window: u64, pids: &Path, respawn: bool) -> String {
     let spec = serde_json::json!({ "argv": ["npx", "-y", "@playwright/mcp@latest"], "serve": true }).to_string();
-    let mut sh = String::from("trap '' PIPE\ndeclare -a FD\n");
+    let mut sh = String::from("trap '' PIPE\ndeclare -a FD PID\n");
     let _ = writeln!(
         sh,
-        "start() {{ exec {{w}}> >(export FAKEPROC='{spec}'; exec -a npx '{fakeproc}' -y @playwright/mcp@latest >/dev/null); FD[$1]=$w; echo \"$1 $!\" >> '{}'; }}",
+        "start() {{ exec {{w}}> >(export FAKEPROC='{spec}'; exec -a npx '{fakeproc}' -y @playwright/mcp@latest >/dev/null); FD[$1]=$w; PID[$1]=$!; echo \"$1 $!\" >> '{}'; }}",
         pids.display()
     );
     for g in 0..GENERATIONS {
@@ -65,6 +65,14 @@ fn script(fakeproc: &str, window: u64, pids: &Path) -> String {
         "  for i in {}; do echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}' >&${{FD[$i]}}; done",
         busy.join(" ")
     );
+    if respawn {
+        // As a host that restarts what it loses (noted in `pids` again).
+        let _ = writeln!(
+            sh,
+            "  for i in ${{!PID[@]}}; do st=; read -r _ _ st _ < /proc/${{PID[$i]}}/stat 2>/dev/null; \
+             if [[ -z $st || $st == Z ]]; then eval \"exec ${{FD[$i]}}>&-\"; start $i; fi; done"
+        );
+    }
     // The first requests are out: the busy copies are busy from now on.
     let _ = writeln!(sh, "  [[ -e '{writing}' ]] || : > '{writing}'", writing = writing(pids).display());
     let _ = writeln!(sh, "  sleep 0.3\ndone");
@@ -86,6 +94,10 @@ struct World {
 }
 
 fn world(name: &str) -> Option<World> {
+    world_of(name, false)
+}
+
+fn world_of(name: &str, respawn: bool) -> Option<World> {
     let Some(bash) = common::find_tool("bash") else {
         common::skip(name, "no bash");
         return None;
@@ -96,7 +108,7 @@ fn world(name: &str) -> Option<World> {
     let window = mcp_reaper::policy::generations::WINDOW_SECS;
     let fakeproc = common::fakeproc_path().to_str().unwrap().to_string();
     let pids = dir.path().join("pids");
-    let script = dir.write("host.sh", script(&fakeproc, window, &pids));
+    let script = dir.write("host.sh", script(&fakeproc, window, &pids, respawn));
     let host = Spec::new(&[link.to_str().unwrap(), script.to_str().unwrap()]).real().stdio_pty();
     let mut sb = Sandbox::new(vec![host]);
     // The scope, the host, and every copy once it reported ready.
@@ -312,4 +324,19 @@ fn with_a_daemon_its_samples_are_shown_and_judged_by() {
     assert_eq!(v["idle_secs"], 4, "{v:#}");
     assert_eq!(marked(&v, "end"), w.pids(&idle_old()), "{v:#}");
     assert!(w.copies.iter().all(|&p| alive(p)) && alive(w.host), "a dry run ends nothing");
+}
+
+/// A host that restarts each copy it loses: the copies end, and the report
+/// says the host started new ones right after.
+#[test]
+fn a_host_that_restarts_what_it_loses_is_said_to() {
+    let name = "a_host_that_restarts_what_it_loses_is_said_to";
+    let Some(w) = world_of(name, true) else { return };
+    let v = json(&w.end(&["--json"]));
+    assert_eq!(marked(&v, "ended"), w.pids(&idle_old()), "{v:#}");
+    let restarted = v["restarted"].as_array().unwrap();
+    assert!(!restarted.is_empty(), "{v:#}");
+    assert!(restarted.iter().all(|r| !w.copies.contains(&i32::try_from(r["pid"].as_i64().unwrap()).unwrap())), "{v:#}");
+    assert!(v["sentence"].as_str().unwrap().contains("the host restarts what it loses"), "{v:#}");
+    assert!(alive(w.host));
 }
