@@ -62,7 +62,13 @@ pub fn run(cli: &Cli, cmd: &GenerationsArgs) -> ExitCode {
         groups.iter().flat_map(Group::copies).map(|c| (c.root, usage(&procfs, snap, &c.members))).collect();
     let mut r = crate::report::generations::build(snap, &groups, &usage);
     if let Some(st) = daemon_status(cli, &cfg, &cmd.args) {
-        crate::report::generations::merge_samples(&mut r, &st.generations, cfg.generations.sample_secs);
+        // The daemon's own cadence where it says it, else this config's.
+        let every = st.generations.iter().map(|g| g.sample_secs).find(|&n| n > 0);
+        crate::report::generations::merge_samples(
+            &mut r,
+            &st.generations,
+            every.unwrap_or(cfg.generations.sample_secs),
+        );
     }
     if cmd.args.json {
         outln!("{}", crate::names::printable_json(&serde_json::to_string_pretty(&r).expect("report serializes")));
@@ -74,9 +80,7 @@ pub fn run(cli: &Cli, cmd: &GenerationsArgs) -> ExitCode {
 
 /// The daemon's status when one answers on the control socket (`None`
 /// when none runs there: the view stays one look). A daemon that exists
-/// but does not answer is said on stderr. The daemon samples as its own
-/// config says; `sample_secs` shown is this config's, which is the same
-/// file unless `--config` names another.
+/// but does not answer is said on stderr.
 pub(super) fn daemon_status(cli: &Cli, cfg: &Config, args: &ScanArgs) -> Option<crate::proto::Status> {
     // A fixture tree is not the machine any daemon watches.
     if args.proc_root != std::path::Path::new("/proc") {

@@ -37,6 +37,7 @@ pub(super) fn from_daemon(piles: &[GenerationStatus], host: Identity, every_secs
     let mine: Vec<&GenerationStatus> =
         piles.iter().filter(|p| p.host_pid == host.pid.get() && p.host_start_time == host.start_time.0).collect();
     let idle = mine.iter().map(|p| p.idle_secs).max()?;
+    let every_secs = mine.iter().map(|p| p.sample_secs).find(|&n| n > 0).unwrap_or(every_secs);
     let idle_for = mine
         .iter()
         .flat_map(|p| &p.copy_samples)

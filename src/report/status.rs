@@ -347,6 +347,10 @@ pub struct GenerationStatus {
     /// more, as far as the daemon watched them.
     pub idle_copies: usize,
     pub idle_secs: u64,
+    /// How often the daemon samples (`[generations] sample_secs`; 0 from a
+    /// daemon that did not say).
+    #[serde(default)]
+    pub sample_secs: u64,
     /// "host H holds N copies of X in G generations, M; I idle for more than 30m".
     pub sentence: String,
     /// Copies the `[generations]` policy ends (or, in a dry run, would end)

@@ -236,6 +236,7 @@ impl Generations {
             memory_bytes: memory,
             idle_copies,
             idle_secs: s.idle_secs,
+            sample_secs: s.sample_secs,
             sentence,
             ending,
             guard,
