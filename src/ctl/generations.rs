@@ -17,15 +17,10 @@ use super::{Cli, ScanArgs, assess_now};
 use crate::config::Config;
 use crate::exit;
 use crate::ids::{Identity, Pid};
-use crate::policy::generations::{Group, SESSION_VAR, generations, session_in_environ};
+use crate::policy::generations::{ENVIRON_MAX, Group, SESSION_VAR, generations, session_in_environ};
 use crate::report::generations::Usage;
 use crate::scan::{ProcFs, Snapshot};
 use crate::stdout::{out, outln};
-
-/// Environments are read this far at most: the variable is looked for in
-/// the first 256 KiB (a server whose environment is bigger and puts it past
-/// that shows no session; nothing else is concluded from it).
-const ENVIRON_MAX: usize = 256 * 1024;
 
 #[derive(clap::Args, Debug)]
 pub struct GenerationsArgs {

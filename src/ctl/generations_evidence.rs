@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::ids::Identity;
 use crate::policy::generations::Group;
 use crate::report::status::GenerationStatus;
-use crate::scan::{ProcFs, Snapshot};
+use crate::scan::{ProcFs, Snapshot, TreeCounters};
 
 /// How long each copy was seen doing nothing, and over what window.
 #[derive(Debug)]
@@ -70,7 +70,7 @@ pub(super) fn sample_locally(procfs: &ProcFs, snap: &Snapshot, groups: &[&Group]
         return Evidence { source, idle: span, idle_for: HashMap::new() };
     }
     let t0 = Instant::now();
-    let first: Vec<Counters> = copies.iter().map(|(_, m)| counters(procfs, m)).collect();
+    let first: Vec<TreeCounters> = copies.iter().map(|(_, m)| counters(procfs, m)).collect();
     std::thread::sleep(span);
     let seen = t0.elapsed();
     // A tree some of whose counters could not be read is not seen idle:
@@ -84,28 +84,10 @@ pub(super) fn sample_locally(procfs: &ProcFs, snap: &Snapshot, groups: &[&Group]
     Evidence { source, idle: span, idle_for }
 }
 
-/// What one copy's tree added up to at one look (as the daemon counts).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Counters {
-    cpu_ticks: u64,
-    rchar: u64,
-    wchar: u64,
-    /// Members gone or unreadable: a change in this is a change.
-    unreadable: usize,
-}
-
-fn counters(procfs: &ProcFs, members: &[Identity]) -> Counters {
-    let mut c = Counters::default();
+fn counters(procfs: &ProcFs, members: &[Identity]) -> TreeCounters {
+    let mut c = TreeCounters::default();
     for &id in members {
-        let Some(a) = procfs.counters(id) else {
-            c.unreadable += 1;
-            continue;
-        };
-        c.cpu_ticks += a.cpu_ticks.unwrap_or(0);
-        let (r, w) = a.io.unwrap_or_default();
-        c.rchar += r;
-        c.wchar += w;
-        c.unreadable += usize::from(a.io.is_none() || a.cpu_ticks.is_none());
+        c.add(procfs.counters(id).as_ref());
     }
     c
 }

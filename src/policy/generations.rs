@@ -24,6 +24,11 @@ pub const WINDOW_SECS: u64 = 3;
 /// environment (2.1.154 and later).
 pub const SESSION_VAR: &str = "CLAUDE_CODE_SESSION_ID";
 
+/// Environments are read this far at most for [`SESSION_VAR`]: a server
+/// whose environment is bigger and puts it past that shows no session;
+/// nothing else is concluded from it.
+pub const ENVIRON_MAX: usize = 256 * 1024;
+
 /// Session ids longer than this are not believed (a uuid is 36).
 pub const MAX_SESSION: usize = 64;
 

@@ -29,27 +29,27 @@ impl ProcFs {
     /// The counters of `id`, or `None` when it is gone or its pid reused.
     pub fn activity(&self, id: Identity) -> Option<Activity> {
         let mut buf = Vec::with_capacity(SMALL_MAX);
-        let dir = self.open_verified(id, &mut buf)?;
-        let cpu_ticks = cpu_ticks(&buf);
-        let io = match read_at_most(&dir, "io", &mut buf, SMALL_MAX).map(|()| io_counters(&buf)) {
-            Ok((Some(r), Some(w))) => Some((r, w)),
-            _ => None,
-        };
-        let rollup = read_at(&dir, "smaps_rollup", &mut buf).ok().and_then(|()| parse::parse_smaps_rollup(&buf));
-        Some(Activity { rollup, cpu_ticks, io })
+        let (dir, mut a) = self.counters_at(id, &mut buf)?;
+        a.rollup = read_at(&dir, "smaps_rollup", &mut buf).ok().and_then(|()| parse::parse_smaps_rollup(&buf));
+        Some(a)
     }
 
-    /// CPU time and I/O counters of `id` alone: what the daemon samples
-    /// (no `smaps_rollup`, whose cost grows with the mappings).
+    /// CPU time and I/O counters of `id` alone (no `smaps_rollup`, whose
+    /// cost grows with the mappings).
     pub fn counters(&self, id: Identity) -> Option<Activity> {
-        let mut buf = Vec::with_capacity(SMALL_MAX);
-        let dir = self.open_verified(id, &mut buf)?;
-        let cpu_ticks = cpu_ticks(&buf);
-        let io = match read_at_most(&dir, "io", &mut buf, SMALL_MAX).map(|()| io_counters(&buf)) {
+        self.counters_at(id, &mut Vec::with_capacity(SMALL_MAX)).map(|(_, a)| a)
+    }
+
+    /// `stat` and `io` of `id` through its checked directory, which is
+    /// returned for more reads.
+    fn counters_at(&self, id: Identity, buf: &mut Vec<u8>) -> Option<(std::os::fd::OwnedFd, Activity)> {
+        let dir = self.open_verified(id, buf)?;
+        let cpu_ticks = cpu_ticks(buf);
+        let io = match read_at_most(&dir, "io", buf, SMALL_MAX).map(|()| io_counters(buf)) {
             Ok((Some(r), Some(w))) => Some((r, w)),
             _ => None,
         };
-        Some(Activity { rollup: None, cpu_ticks, io })
+        Some((dir, Activity { rollup: None, cpu_ticks, io }))
     }
 
     /// Bytes written to the stdin of `id` (a pipe or a stream socket) and
@@ -93,6 +93,34 @@ impl ProcFs {
         read_at_most(&dir, "environ", &mut buf, max).ok()?;
         buf.truncate(max);
         Some(buf)
+    }
+}
+
+/// What a tree's members added up to at one look: two looks that differ
+/// in anything mean the tree did something in between (the daemon's
+/// samples, `reaperctl generations --end`'s two looks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeCounters {
+    pub cpu_ticks: u64,
+    pub rchar: u64,
+    pub wchar: u64,
+    /// Members gone or with a counter unreadable: a change in this is a
+    /// change too (a member came or went).
+    pub unreadable: usize,
+}
+
+impl TreeCounters {
+    /// Adds one member's look (`None`: it could not be read).
+    pub fn add(&mut self, a: Option<&Activity>) {
+        let Some(a) = a else {
+            self.unreadable += 1;
+            return;
+        };
+        self.cpu_ticks += a.cpu_ticks.unwrap_or(0);
+        let (r, w) = a.io.unwrap_or_default();
+        self.rchar += r;
+        self.wchar += w;
+        self.unreadable += usize::from(a.io.is_none() || a.cpu_ticks.is_none());
     }
 }
 

@@ -43,7 +43,7 @@ pub mod tcp_table;
 use std::io;
 use std::path::PathBuf;
 
-pub use activity::Activity;
+pub use activity::{Activity, TreeCounters};
 pub use incremental::{Read, Reuse};
 pub use link::Question;
 pub use parse::{MemInfo, Rollup};

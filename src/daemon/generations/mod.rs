@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::cycle::Assessment;
 use crate::ids::Identity;
 use crate::policy::Verdict;
-use crate::policy::generations::{Group, generations, session_in_environ};
+use crate::policy::generations::{ENVIRON_MAX, Group, SESSION_VAR, generations, session_in_environ};
 use crate::policy::surplus::{self, Decision, Stage, Watch};
 use crate::reap::{self, Order, Outcome};
 use crate::report::status::{CopySample, GenerationStatus};
@@ -26,9 +26,6 @@ use guard::Guard;
 pub use notices::Notice;
 use notices::Notices;
 use samples::Samples;
-
-/// Environments are read this far at most, for the session variable.
-const ENVIRON_MAX: usize = 256 * 1024;
 
 /// What one sample did.
 #[derive(Debug, Default)]
@@ -91,11 +88,7 @@ impl Generations {
             let id = snap.procs[root].id;
             sessions
                 .entry(id)
-                .or_insert_with(|| {
-                    procfs
-                        .environ(id, ENVIRON_MAX)
-                        .and_then(|e| session_in_environ(&e, crate::policy::generations::SESSION_VAR))
-                })
+                .or_insert_with(|| procfs.environ(id, ENVIRON_MAX).and_then(|e| session_in_environ(&e, SESSION_VAR)))
                 .clone()
         });
         let roots: HashSet<Identity> = groups.iter().flat_map(Group::copies).map(|c| snap.procs[c.root].id).collect();

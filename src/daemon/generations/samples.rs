@@ -7,18 +7,14 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::ids::Identity;
-use crate::scan::{ProcFs, Snapshot};
+use crate::scan::{ProcFs, Snapshot, TreeCounters};
 
-/// What one copy's tree added up to at one look.
+/// What one copy's tree added up to at one look, and how many members
+/// it had.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Counters {
-    cpu_ticks: u64,
-    rchar: u64,
-    wchar: u64,
+    tree: TreeCounters,
     members: usize,
-    /// Members whose counters could not be read: a change in this is a
-    /// change (a member that came or went).
-    unreadable: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -52,17 +48,10 @@ impl Samples {
         let mut memory = 0;
         for &m in members {
             let p = &snap.procs[m];
-            let Some(a) = procfs.activity(p.id) else {
-                c.unreadable += 1;
-                memory += p.rss_bytes + p.swap_bytes();
-                continue;
-            };
-            c.cpu_ticks += a.cpu_ticks.unwrap_or(0);
-            let (r, w) = a.io.unwrap_or_default();
-            c.rchar += r;
-            c.wchar += w;
-            c.unreadable += usize::from(a.io.is_none() || a.cpu_ticks.is_none());
-            memory += a.rollup.map_or(p.rss_bytes + p.swap_bytes(), |r| r.pss_bytes + r.swap_pss_bytes);
+            let a = procfs.activity(p.id);
+            c.tree.add(a.as_ref());
+            let rollup = a.and_then(|a| a.rollup);
+            memory += rollup.map_or(p.rss_bytes + p.swap_bytes(), |r| r.pss_bytes + r.swap_pss_bytes);
         }
         let id = snap.procs[root].id;
         let s = self.by_root.entry(id).or_insert(Sample {
