@@ -5,23 +5,19 @@
 //! ones, keeping the newest, the busy ones and the host; another uid is
 //! refused before anything is signalled.
 //!
-//! The host stand-in is bash, run through a link named `claude`, on a
-//! terminal, as in `tests/generations_policy.rs`: each copy's stdin is a
-//! process substitution (bash keeps the write end), each copy is fakeproc
-//! with `serve` (it answers each line of its stdin, so its I/O counters
-//! move only when it is sent something). 6 copies in 3 generations; the
+//! The host stand-in is `common::pile`'s (bash holding each copy's stdin,
+//! fakeproc `serve` copies). 6 copies in 3 generations; the
 //! host writes to the newest generation and to copy [`POKED`] only. Every
 //! reaperctl call is `--scope`d to the test's sandbox and names a socket
 //! where no daemon answers (so a daemon of the machine is never asked).
 
 mod common;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{Sandbox, Spec, TempDir, alive, s, text};
+use common::{Sandbox, TempDir, alive, pile, s, text};
 use serde_json::Value;
 
 const GENERATIONS: usize = 3;
@@ -38,52 +34,6 @@ fn idle_old() -> Vec<usize> {
     (0..COPIES - PER_GENERATION).filter(|&i| i != POKED).collect()
 }
 
-/// The host's script: copies in sets of `PER_GENERATION`, more than the
-/// generation window apart, each noted in `pids`; then, every 0.3 s, a
-/// request to each copy of the newest set and to copy `POKED` (the file
-/// [`writing`] says the first went out).
-fn script(fakeproc: &str, window: u64, pids: &Path, respawn: bool) -> String {
-    let spec = serde_json::json!({ "argv": ["npx", "-y", "@playwright/mcp@latest"], "serve": true }).to_string();
-    let mut sh = String::from("trap '' PIPE\ndeclare -a FD PID\n");
-    let _ = writeln!(
-        sh,
-        "start() {{ exec {{w}}> >(export FAKEPROC='{spec}'; exec -a npx '{fakeproc}' -y @playwright/mcp@latest >/dev/null); FD[$1]=$w; PID[$1]=$!; echo \"$1 $!\" >> '{}'; }}",
-        pids.display()
-    );
-    for g in 0..GENERATIONS {
-        for k in 0..PER_GENERATION {
-            let _ = writeln!(sh, "start {}", g * PER_GENERATION + k);
-        }
-        if g + 1 < GENERATIONS {
-            let _ = writeln!(sh, "sleep {}", window + 1);
-        }
-    }
-    let busy: Vec<String> = (COPIES - PER_GENERATION..COPIES).chain([POKED]).map(|i| i.to_string()).collect();
-    let _ = writeln!(sh, "while :; do");
-    let _ = writeln!(
-        sh,
-        "  for i in {}; do echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}' >&${{FD[$i]}}; done",
-        busy.join(" ")
-    );
-    if respawn {
-        // As a host that restarts what it loses (noted in `pids` again).
-        let _ = writeln!(
-            sh,
-            "  for i in ${{!PID[@]}}; do st=; read -r _ _ st _ < /proc/${{PID[$i]}}/stat 2>/dev/null; \
-             if [[ -z $st || $st == Z ]]; then eval \"exec ${{FD[$i]}}>&-\"; start $i; fi; done"
-        );
-    }
-    // The first requests are out: the busy copies are busy from now on.
-    let _ = writeln!(sh, "  [[ -e '{writing}' ]] || : > '{writing}'", writing = writing(pids).display());
-    let _ = writeln!(sh, "  sleep 0.3\ndone");
-    sh
-}
-
-/// The file the host creates once it sends requests, beside `pids`.
-fn writing(pids: &Path) -> PathBuf {
-    pids.with_file_name("writing")
-}
-
 struct World {
     sb: Sandbox,
     dir: TempDir,
@@ -98,34 +48,10 @@ fn world(name: &str) -> Option<World> {
 }
 
 fn world_of(name: &str, respawn: bool) -> Option<World> {
-    let Some(bash) = common::find_tool("bash") else {
-        common::skip(name, "no bash");
-        return None;
-    };
-    let dir = TempDir::new("generations-end");
-    let link = dir.path().join("claude");
-    std::os::unix::fs::symlink(&bash, &link).unwrap();
-    let window = mcp_reaper::policy::generations::WINDOW_SECS;
-    let fakeproc = common::fakeproc_path().to_str().unwrap().to_string();
-    let pids = dir.path().join("pids");
-    let script = dir.write("host.sh", script(&fakeproc, window, &pids, respawn));
-    let host = Spec::new(&[link.to_str().unwrap(), script.to_str().unwrap()]).real().stdio_pty();
-    let mut sb = Sandbox::new(vec![host]);
-    // The scope, the host, and every copy once it reported ready.
-    sb.wait_ready(2 + COPIES);
-    let host = sb.pid_of(link.to_str().unwrap());
-    // By the host's own count: copies of one set may start in one clock tick.
-    let lines = || std::fs::read_to_string(&pids).unwrap_or_default();
-    assert!(common::wait_until(Duration::from_secs(60), || lines().lines().count() >= COPIES), "{}", lines());
-    let mut copies = vec![0; COPIES];
-    for line in lines().lines().take(COPIES) {
-        let (i, pid) = line.split_once(' ').unwrap();
-        copies[i.parse::<usize>().unwrap()] = pid.parse().unwrap();
-    }
-    assert!(copies.iter().all(|&p| p > 0), "{copies:?}");
-    assert!(common::wait_until(Duration::from_secs(60), || writing(&pids).exists()), "the host never wrote");
-    let config = dir.write("config.toml", CONFIG);
-    Some(World { sb, dir, host, copies, config })
+    let shape = pile::Shape { generations: GENERATIONS, per_generation: PER_GENERATION, busy: vec![POKED], respawn };
+    let p = pile::start(name, "generations-end", &shape)?;
+    let config = p.dir.write("config.toml", CONFIG);
+    Some(World { sb: p.sb, dir: p.dir, host: p.host, copies: p.copies, config })
 }
 
 impl World {

@@ -7,19 +7,16 @@
 //! window) while the host, its busy copies and its newest stay. A host that
 //! restarts every copy it loses trips the guard after one ending.
 //!
-//! The host stand-in is bash, run through a link named `claude`, on a
-//! terminal: each copy's stdin is a process substitution (bash keeps the
-//! write end), each copy is fakeproc with `serve` (it reads its stdin and
-//! answers each line, so its I/O counters move only when it is sent
-//! something). Every daemon is `--scope`d to the sandbox.
+//! The host stand-in is `common::pile`'s: bash on a terminal holding each
+//! copy's stdin, fakeproc `serve` copies whose I/O counters move only when
+//! they are sent something. Every daemon is `--scope`d to the sandbox.
 
 mod common;
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Daemon, Launch, Sandbox, Spec, TempDir, alive, text};
+use common::{Daemon, Launch, Sandbox, TempDir, alive, pile, text};
 use serde_json::Value;
 
 const GENERATIONS: usize = 4;
@@ -28,81 +25,19 @@ const COPIES: usize = GENERATIONS * PER_GENERATION;
 /// The old copy the host keeps sending requests to.
 const POKED: usize = 4;
 
-/// The host's script. Copies `0..COPIES` in sets of `PER_GENERATION`, more
-/// than the generation window apart; then, every 0.3 s, a request to each
-/// copy of the newest set and to copy `POKED`; with `respawn`, a copy that
-/// is gone is started again (as a host that restarts what it loses) and
-/// the restart noted in `respawned`.
-fn script(fakeproc: &str, window: u64, respawn: bool, respawned: &Path, pids: &Path) -> String {
-    let spec = serde_json::json!({ "argv": ["npx", "-y", "@playwright/mcp@latest"], "serve": true }).to_string();
-    let mut sh = String::from("trap '' PIPE\ndeclare -a FD PID\n");
-    let _ = writeln!(
-        sh,
-        "start() {{ exec {{w}}> >(export FAKEPROC='{spec}'; exec -a npx '{fakeproc}' -y @playwright/mcp@latest >/dev/null); FD[$1]=$w; PID[$1]=$!; echo \"$1 $!\" >> '{}'; }}",
-        pids.display()
-    );
-    for g in 0..GENERATIONS {
-        for k in 0..PER_GENERATION {
-            let _ = writeln!(sh, "start {}", g * PER_GENERATION + k);
-        }
-        let _ = writeln!(sh, "sleep {}", window + 1);
-    }
-    let newest: Vec<String> = (COPIES - PER_GENERATION..COPIES).chain([POKED]).map(|i| i.to_string()).collect();
-    let _ = writeln!(sh, "while :; do");
-    let _ = writeln!(
-        sh,
-        "  for i in {}; do echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}' >&${{FD[$i]}}; done",
-        newest.join(" ")
-    );
-    if respawn {
-        let _ = writeln!(
-            sh,
-            "  for i in ${{!PID[@]}}; do st=; read -r _ _ st _ < /proc/${{PID[$i]}}/stat 2>/dev/null; \
-             if [[ -z $st || $st == Z ]]; then eval \"exec ${{FD[$i]}}>&-\"; start $i; echo $i >> '{}'; fi; done",
-            respawned.display()
-        );
-    }
-    let _ = writeln!(sh, "  sleep 0.3\ndone");
-    sh
-}
-
 struct World {
     sb: Sandbox,
     dir: TempDir,
     host: i32,
     /// Copy pids, oldest first.
     copies: Vec<i32>,
+    respawned: std::path::PathBuf,
 }
 
 fn world(name: &str, respawn: bool) -> Option<World> {
-    let Some(bash) = common::find_tool("bash") else {
-        common::skip(name, "no bash");
-        return None;
-    };
-    let dir = TempDir::new("generations-policy");
-    let link = dir.path().join("claude");
-    std::os::unix::fs::symlink(&bash, &link).unwrap();
-    let window = mcp_reaper::policy::generations::WINDOW_SECS;
-    let fakeproc = common::fakeproc_path().to_str().unwrap().to_string();
-    let pids = dir.path().join("pids");
-    let script = dir.write("host.sh", script(&fakeproc, window, respawn, &dir.path().join("respawned"), &pids));
-    let host = Spec::new(&[link.to_str().unwrap(), script.to_str().unwrap()]).real().stdio_pty();
-    let mut sb = Sandbox::new(vec![host]);
-    // The scope, the host, and every copy once it reported ready.
-    sb.wait_ready(2 + COPIES);
-    let ready = sb.ready().to_vec();
-    let host = sb.pid_of(link.to_str().unwrap());
-    assert_eq!(ready.iter().filter(|r| r.cmd.starts_with("npx")).count(), COPIES, "{ready:?}");
-    // By the host's own count: copies of one set may start in one clock tick.
-    let lines = || std::fs::read_to_string(&pids).unwrap_or_default();
-    assert!(common::wait_until(Duration::from_secs(60), || lines().lines().count() >= COPIES), "{}", lines());
-    let mut copies = vec![0; COPIES];
-    for line in lines().lines().take(COPIES) {
-        let (i, pid) = line.split_once(' ').unwrap();
-        copies[i.parse::<usize>().unwrap()] = pid.parse().unwrap();
-    }
-    assert!(copies.iter().all(|&p| p > 0), "{copies:?}");
-    Some(World { sb, dir, host, copies })
+    let shape = pile::Shape { generations: GENERATIONS, per_generation: PER_GENERATION, busy: vec![POKED], respawn };
+    let p = pile::start(name, "generations-policy", &shape)?;
+    Some(World { sb: p.sb, dir: p.dir, host: p.host, copies: p.copies, respawned: p.respawned })
 }
 
 fn config(w: &World, keys: &str) -> std::path::PathBuf {
@@ -233,9 +168,9 @@ fn a_host_that_restarts_what_it_loses_trips_the_guard_after_one() {
     let cfg = config(&w, "end_idle = true\nkeep_newest = 1\nidle_secs = 4\nrespawn_guard_secs = 60\n");
     let d = daemon(&w, &cfg, "enforce", &[]);
     let first = w.copies[0];
-    let respawned = w.dir.path().join("respawned");
+    let respawned = &w.respawned;
     assert!(
-        common::wait_until(Duration::from_secs(120), || std::fs::read_to_string(&respawned)
+        common::wait_until(Duration::from_secs(120), || std::fs::read_to_string(respawned)
             .is_ok_and(|r| !r.is_empty())),
         "the host should restart the copy it lost (pid {first} alive: {}):\n{}",
         alive(first),

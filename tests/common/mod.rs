@@ -9,6 +9,7 @@
 
 #![allow(dead_code)] // each test crate uses its own subset
 
+pub mod pile;
 pub mod reachable;
 pub mod skips;
 
