@@ -40,7 +40,9 @@
 //! - `MCP_REAPER_LOAD_ORPHAN_EVERY` (default 3): seconds between orphan trees;
 //! - `MCP_REAPER_LOAD_BURST` (default 100): trees of the burst (0: none);
 //! - `MCP_REAPER_LOAD_LOG` (default "info"): the daemon's log level (its log
-//!   goes to a file in the bench's temp dir).
+//!   goes to a file in the bench's temp dir);
+//! - `MCP_REAPER_LOAD_DAEMON`: the `mcp-reaperd` to measure (default the one
+//!   `cargo bench` built), e.g. a build of the commit before a change.
 //!
 //! Without `--bench` (e.g. `cargo test --benches`) a few-second smoke run.
 //! `.ci/run` runs a short form (20 s a mode, 1,000 processes, a tree every

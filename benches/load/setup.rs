@@ -94,7 +94,11 @@ pub(crate) fn new_bench(p: &Params) -> Bench {
     // Private copies: a rebuild elsewhere during a long run must not swap binaries.
     let daemon_bin = dir.join("mcp-reaperd");
     let ctl_bin = dir.join("reaperctl");
-    std::fs::copy(env!("CARGO_BIN_EXE_mcp-reaperd"), &daemon_bin).expect("copy mcp-reaperd");
+    // `MCP_REAPER_LOAD_DAEMON`: another build to measure (a before/after
+    // pair is two runs of this bench, one with it).
+    let measured = std::env::var_os("MCP_REAPER_LOAD_DAEMON")
+        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_mcp-reaperd")), std::path::PathBuf::from);
+    std::fs::copy(&measured, &daemon_bin).expect("copy mcp-reaperd");
     std::fs::copy(env!("CARGO_BIN_EXE_reaperctl"), &ctl_bin).expect("copy reaperctl");
     let events_path = dir.join("events");
     std::fs::write(&events_path, "").expect("events file");
