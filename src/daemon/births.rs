@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::exits::Seen;
+use super::ticker::Ticker;
 use crate::ids::{Identity, Pid, StartTime};
 use crate::scan::{ProcFs, Process};
 
@@ -60,7 +61,7 @@ struct Parent {
 
 pub(crate) struct Births {
     last: Option<i32>,
-    timer: tokio::time::Interval,
+    timer: Ticker,
     /// Whether exec randomizes the stack here (a fork can be told apart).
     randomized: bool,
     parents: HashMap<Pid, Parent>,
@@ -74,8 +75,7 @@ pub(crate) struct Births {
 
 impl Births {
     pub(crate) fn new(procfs: &ProcFs) -> Births {
-        let mut timer = tokio::time::interval(EVERY);
-        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let timer = Ticker::every(EVERY);
         let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
         let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
         let loadavg = std::fs::File::open(procfs.root().join("loadavg")).ok();
@@ -168,9 +168,9 @@ mod tests {
     use super::*;
     use crate::config::Role;
 
-    /// Births on this machine's `/proc`, with the runtime its timer needs.
+    /// Births on this machine's `/proc`, with the runtime its ticker needs.
     fn births_here() -> (tokio::runtime::Runtime, Births) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         let births = {
             let _timer_needs_it = rt.enter();
             Births::new(&ProcFs::new("/proc"))

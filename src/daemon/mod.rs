@@ -14,6 +14,7 @@ mod reload;
 pub mod run;
 mod schedule;
 mod start;
+mod ticker;
 pub mod watch;
 
 use std::collections::HashMap;
