@@ -161,7 +161,7 @@ fn main() {
     b.reap();
 
     report::print(&b, &results, &modes, &bg, churn_secs, &dead_live, &leftovers);
-    let goals_missed = goals::print(&results);
+    let goals_missed = goals::print(&results, &p);
     for l in &left_argv {
         println!("    left over: {l}");
     }

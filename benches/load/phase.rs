@@ -66,6 +66,9 @@ pub(crate) struct PhaseResult {
     /// grows; the rest of RSS is the binary's and libraries' pages, which
     /// grow as code paths are first run, up to the files' sizes).
     pub(crate) anon_trace: Vec<u64>,
+    /// The lowest `RssAnon` since the last whole minute of the churn phase
+    /// (the whole phase when shorter): the heap as the run left it.
+    pub(crate) anon_end: u64,
     pub(crate) scans: u64,
     pub(crate) last_scan_ms: f64,
     pub(crate) last_processes: usize,
@@ -208,6 +211,7 @@ impl Bench {
         r.wakeups = status_number(daemon, "voluntary_ctxt_switches:").saturating_sub(w0) as f64 / r.steady_secs;
         r.rss_end = status_number(daemon, "VmRSS:");
         r.rss_max = r.rss_max.max(r.rss_end);
+        r.anon_end = if anon_low == u64::MAX { r.anon_trace.last().copied().unwrap_or(0) } else { anon_low };
         // The last trees: kill their hosts now, wait out the bound.
         self.kill_due_hosts(true);
         let last_kill = Instant::now();
