@@ -103,7 +103,7 @@ impl Generations {
         self.samples.prune();
         let alive: HashSet<Identity> = snap.procs.iter().map(|p| p.id).collect();
         self.guard.retain_hosts(|h| alive.contains(&h));
-        self.notices.retain_hosts(|h| alive.contains(&h));
+        self.notices.retain_piles(&piles.iter().map(|g| (snap.procs[g.host].id, g.command.as_str())).collect());
         let s = &cfg.generations;
         let window = Duration::from_secs(s.respawn_guard_secs);
         for why in self.guard.observe(snap, &groups, window, now) {

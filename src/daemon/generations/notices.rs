@@ -52,8 +52,11 @@ impl Notices {
         })
     }
 
-    pub fn retain_hosts(&mut self, alive: impl Fn(Identity) -> bool) {
-        self.told.retain(|(h, _, _)| alive(*h));
+    /// Forgets what was told of piles that are gone (their host exited, or
+    /// fewer than two copies are left): the book holds no more than the
+    /// piles there are, and a pile that builds up again is told again.
+    pub fn retain_piles(&mut self, piles: &HashSet<(Identity, &str)>) {
+        self.told.retain(|(h, c, _)| piles.contains(&(*h, c.as_str())));
     }
 }
 
@@ -76,6 +79,10 @@ mod tests {
         assert_eq!(n.check(&cfg(), h, "s", "x", 12, 0), None, "told");
         assert!(n.check(&cfg(), h, "s", "x", 12, 100 << 20).is_some(), "memory is another threshold");
         assert!(n.check(&cfg(), h, "s", "y", 12, 0).is_some(), "another command");
+        let piles = HashSet::from([(h, "y")]);
+        n.retain_piles(&piles);
+        assert_eq!(n.check(&cfg(), h, "s", "y", 12, 0), None, "a pile still there stays told");
+        assert!(n.check(&cfg(), h, "s", "x", 12, 0).is_some(), "a pile gone and built up again is told again");
         let off = GenerationSettings::default();
         assert_eq!(Notices::default().check(&off, h, "s", "x", 1000, u64::MAX), None, "0 is off");
     }
