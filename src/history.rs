@@ -232,7 +232,7 @@ impl Ledger {
             .iter()
             .rev()
             .take_while(|e| {
-                bytes += serde_json::to_vec(e).map_or(MAX_BYTES, |v| v.len() + 1);
+                bytes += written_len(e).map_or(MAX_BYTES, |n| n + 1);
                 bytes <= MAX_BYTES
             })
             .count();
@@ -247,6 +247,23 @@ impl Ledger {
     pub fn since(&self, since_unix: u64) -> impl Iterator<Item = &Entry> {
         self.entries.iter().filter(move |e| e.at_unix >= since_unix)
     }
+}
+
+/// How many bytes `e` takes as written, counted as it is serialized (the
+/// ledger's bound is checked at every push: nothing is allocated for it).
+fn written_len(e: &Entry) -> Option<usize> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    serde_json::to_writer(&mut n, e).ok().map(|()| n.0)
 }
 
 /// What `reaperctl history` shows, from the file or from the daemon.
