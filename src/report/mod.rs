@@ -12,6 +12,7 @@ pub mod log;
 pub mod metrics;
 pub mod outcome;
 pub mod status;
+mod status_parts;
 pub mod status_text;
 
 pub use crate::names::printable;
