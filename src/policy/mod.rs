@@ -19,9 +19,10 @@ mod session;
 mod stale;
 pub mod surplus;
 mod terminal;
+mod waiting;
 
 use std::collections::HashMap;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -181,32 +182,11 @@ pub fn judge(snap: &Snapshot, forest: &Forest, shapes: &[TreeShape], inp: &Input
             j.grace_left = None;
             j.reason = format!("{}; kept: {reason}", j.reason);
         } else if j.candidate {
-            apply_grace(snap, j, inp);
-            hold_unsettled(snap, j);
+            waiting::apply_grace(snap, j, inp);
+            waiting::hold_unsettled(snap, j);
         }
     }
     out
-}
-
-/// Time after which an unsettled identity has settled (one 10 ms tick, and
-/// some slack for the next scan to start after it).
-const SETTLE: Duration = Duration::from_millis(20);
-
-/// A member read within its own start tick may yet be replaced by a same-tick
-/// newcomer with the same identity: wait for the next scan rather than act.
-fn hold_unsettled(snap: &Snapshot, j: &mut Judgement) {
-    if !j.reap {
-        return;
-    }
-    let Some(&(m, _)) = j.members.iter().find(|&&(m, _)| !snap.procs[m].identity_settled()) else { return };
-    j.verdict = Verdict::Young;
-    j.reap = false;
-    j.grace_left = Some(SETTLE);
-    j.reason = format!(
-        "{}; member {} started less than a clock tick before the scan, so it is confirmed on the next one",
-        j.reason,
-        name(&snap.procs[m])
-    );
 }
 
 fn judge_shape(snap: &Snapshot, forest: &Forest, shape: &TreeShape, inp: &Inputs<'_>) -> Judgement {
@@ -344,51 +324,6 @@ fn stale(j: &mut Judgement, cfg: &Config, reason: String, root: usize) {
     }
 }
 
-fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
-    let id = snap.procs[j.root].id;
-    let grace = inp.config.grace();
-    let Some(first) = inp.grace.get(id).or_else(|| (!inp.grace.observes()).then_some(inp.now)) else {
-        // A scan's first sight says nothing of the tree: it is what its
-        // evidence says; a daemon's clock starts when the daemon sees it.
-        if j.reap && !grace.is_zero() && inp.grace.waiver(id).is_none() {
-            let _ = write!(
-                j.reason,
-                "; a daemon reaps it after the {}s grace, counted from when it first sees the tree (none has yet)",
-                grace.as_secs()
-            );
-        }
-        return;
-    };
-    let first = first.min(inp.now);
-    j.first_seen = Some(first);
-    if let Some(why) = inp.grace.waiver(id) {
-        if j.reap {
-            j.reason = format!("{}; no grace: {why}", j.reason);
-        }
-        return;
-    }
-    let seen_for = inp.now.duration_since(first).unwrap_or_default();
-    if seen_for < grace && j.reap {
-        let left = grace.checked_sub(seen_for).unwrap();
-        if let Some(why) = pressure::skips_grace(&inp.config.pressure, inp.pressure.as_ref()) {
-            j.reason = format!("{}; {why}: grace skipped ({}s of {}s left)", j.reason, secs_up(left), grace.as_secs());
-            return;
-        }
-        j.verdict = Verdict::Young;
-        j.reap = false;
-        j.grace_left = Some(left);
-        j.reason = format!(
-            "{}; first seen {}s ago, reaped after the {}s grace ({}s left)",
-            j.reason,
-            seen_for.as_secs(),
-            grace.as_secs(),
-            secs_up(left)
-        );
-    } else if j.verdict == Verdict::Abandoned {
-        let _ = write!(j.reason, "; first seen {}s ago", seen_for.as_secs());
-    }
-}
-
 /// Why a child of a nested namespace's PID 1 is no orphan, if it is not:
 /// PID 1 has exited (the kernel is ending the namespace), or PID 1 started
 /// it in its own session (the container's command, or what `tini --` and
@@ -404,11 +339,6 @@ fn namespace_own(snap: &Snapshot, owner: usize, root: usize, how: &str) -> Optio
     }
     (o.sid.is_some() && snap.procs[root].sid == o.sid)
         .then(|| format!("started by {how} in its own session: the namespace's own command, not an orphan"))
-}
-
-/// Whole seconds, rounded up.
-fn secs_up(d: Duration) -> u64 {
-    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 /// How a process adopts orphans as an init or service manager does: never
