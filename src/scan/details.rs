@@ -12,7 +12,9 @@ use crate::ids::{Identity, Pid, Uid};
 /// duplicates first thing, so they are among the lowest.
 const HIGH_FDS: usize = 64;
 
-/// The pipes and sockets on fds 3 and up, with each one's access mode.
+/// The pipes on fds 3 and up, with each one's access mode: what a moved
+/// transport is made of (sockets up there never are one, and their
+/// `fdinfo` is not read).
 fn high_links(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Vec<HighLink> {
     use rustix::fs::{Mode, OFlags};
     let mut out = Vec::new();
@@ -29,7 +31,7 @@ fn high_links(dir: &rustix::fd::OwnedFd, buf: &mut Vec<u8>) -> Vec<HighLink> {
     numbers.sort_unstable();
     for fd in numbers.into_iter().take(HIGH_FDS) {
         let Some(target) = readlink_at(dir, &format!("fd/{fd}")).map(FdTarget) else { continue };
-        if !target.kind().is_link() {
+        if target.kind() != FdKind::Pipe {
             continue;
         }
         let access = read_at(dir, &format!("fdinfo/{fd}"), buf).ok().and_then(|()| {
@@ -138,7 +140,11 @@ impl ProcFs {
         for (i, slot) in d.fds.iter_mut().enumerate() {
             *slot = readlink_at(&dir, ["fd/0", "fd/1", "fd/2"][i]).map(FdTarget);
         }
-        if d.fd_kind(0) == FdKind::Null {
+        // Only a process whose fds 0–2 are laid out as an SDK that moved
+        // its transport can have one above fd 2 (a daemon on `/dev/null`
+        // throughout, a desktop app logging apart): the others' fd tables
+        // are not read.
+        if d.stdio_as_moved() {
             d.high_links = high_links(&dir, &mut buf);
             if d.transport_fds().is_some_and(|t| t.input > 2) {
                 self.mark_kin(&dir, &mut d);
@@ -242,17 +248,20 @@ impl ProcFs {
     /// only then are their fd tables read, nearest first, until every pipe is
     /// kin: the same marks as reading both as each is met, but a process with
     /// more than [`MAX_KIN`] descendants (a bench's or a session's manager,
-    /// a fork pool) costs 64 children lists, not 64 fd tables, and a host's
+    /// a fork pool) costs the children lists that find more than 64 (one,
+    /// for a manager with that many children), not 64 fd tables, and a host's
     /// pipes are found on its children before its grandchildren are read.
     fn mark_kin(&self, dir: &rustix::fd::OwnedFd, d: &mut Details) {
         let all = |d: &mut Details| d.high_links.iter_mut().for_each(|h| h.kin = true);
         let mut buf = Vec::with_capacity(512);
         let Some(mut queue) = children_at(dir, &mut buf) else { return all(d) };
         // Breadth first; each kept open so that its fds are read from the
-        // process whose children were listed, not from a reused pid.
+        // process whose children were listed, not from a reused pid. More
+        // than MAX_KIN found is as many as will be (the queue only grows):
+        // every pipe is marked at once, not after 64 children lists.
         let mut kids = Vec::new();
         while kids.len() < queue.len() {
-            if kids.len() == MAX_KIN {
+            if queue.len() > MAX_KIN {
                 return all(d);
             }
             let Some(kid) = self.open_pid_dir(queue[kids.len()]) else { return all(d) };

@@ -178,8 +178,10 @@ pub struct Details {
     pub stdin: Option<StdinEnd>,
     /// Whether it listens on a socket, when a decision needed it.
     pub listening: Option<Listening>,
-    /// Pipes and sockets on fds 3 and up, read only when fd 0 is
-    /// `/dev/null` (see [`Details::transport_fds`]).
+    /// Pipes on fds 3 and up, read only when fds 0–2 are laid out as an
+    /// SDK that moved its transport leaves them ([`Details::stdio_as_moved`]):
+    /// a transport above fd 2 is a pair of pipes, so nothing else up there
+    /// can make one (see [`Details::transport_fds`]).
     pub high_links: Vec<HighLink>,
     /// The clock tick they were read at (0: not read, the process was gone):
     /// details read once the process had settled are taken over by the
@@ -187,7 +189,7 @@ pub struct Details {
     pub read_tick: u64,
 }
 
-/// A pipe or socket on an fd above 2, with its access mode.
+/// A pipe on an fd above 2, with its access mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HighLink {
     pub fd: u32,
@@ -255,6 +257,17 @@ impl Details {
         self.high_links.iter().find(|h| h.fd == input).map(|h| (input, &h.target))
     }
 
+    /// Whether fds 0–2 are laid out as the Python SDK 2.x leaves them while
+    /// serving (see [`Details::transport_fds`]): fd 0 on `/dev/null`, fd 1
+    /// the same file as fd 2 and not `/dev/null`. Only then can a transport
+    /// sit above fd 2, so only then are those fds read ([`Details::high_links`]).
+    pub fn stdio_as_moved(&self) -> bool {
+        self.fd_kind(0) == FdKind::Null
+            && self.fds[1].is_some()
+            && self.fds[1] == self.fds[2]
+            && self.fd_kind(1) != FdKind::Null
+    }
+
     /// The fds its stdio transport runs over (issue 23). fds 0 and 1 when
     /// both are a pipe or a socket. Else the layout of the MCP Python SDK
     /// 2.x, which keeps the host's pipes on fds above 2 while serving and
@@ -280,11 +293,7 @@ impl Details {
         if self.fd_kind(0).is_link() && self.fd_kind(1).is_link() {
             return Some(Transport { input: 0, output: 1 });
         }
-        if self.fd_kind(0) != FdKind::Null
-            || self.fds[1].is_none()
-            || self.fds[1] != self.fds[2]
-            || self.fd_kind(1) == FdKind::Null
-        {
+        if !self.stdio_as_moved() {
             return None;
         }
         let held = |target: &FdTarget, mode: u32| {
