@@ -230,3 +230,26 @@ pub(crate) fn unset_env_alone(names: &[&str]) -> bool {
     }
     alone
 }
+
+/// Attaches a classic BPF program to a socket (`SO_ATTACH_FILTER`): the
+/// kernel runs it on each datagram before queueing it, and drops those it
+/// returns 0 for.
+pub(crate) fn attach_socket_filter(sock: BorrowedFd<'_>, program: &[libc::sock_filter]) -> io::Result<()> {
+    let len = u16::try_from(program.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let prog = libc::sock_fprog { len, filter: program.as_ptr().cast_mut() };
+    // SAFETY: `prog` points at `len` initialized instructions that outlive
+    // the call (the kernel copies the program before returning and never
+    // writes through the pointer, so casting away const is sound); the
+    // option length is the size of the `sock_fprog` passed; `sock` is a
+    // valid, open descriptor for the call's duration.
+    let ret = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            std::ptr::from_ref(&prog).cast(),
+            libc::socklen_t::try_from(std::mem::size_of::<libc::sock_fprog>()).expect("a small struct"),
+        )
+    };
+    if ret == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}

@@ -49,6 +49,9 @@ impl Connector {
             Some(rustix::net::netlink::CONNECTOR),
         )?;
         rustix::net::bind(&fd, &SocketAddrNetlink::new(0, CN_IDX_PROC))?;
+        // Threads and ignored kinds dropped by the kernel (issue 37). Best
+        // effort: without it the same events are dropped by `parse`.
+        let _ = crate::sys::attach_socket_filter(std::os::fd::AsFd::as_fd(&fd), &super::events_filter::program());
         // A larger buffer rides out fork storms (best effort).
         let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 4 << 20);
         let msg = listen_message(rustix::process::getpid().as_raw_nonzero().get().cast_unsigned());

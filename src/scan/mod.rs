@@ -26,6 +26,7 @@
 mod activity;
 mod details;
 pub mod events;
+mod events_filter;
 mod incremental;
 mod link;
 mod listen;
