@@ -231,6 +231,136 @@ pub(crate) fn unset_env_alone(names: &[&str]) -> bool {
     alone
 }
 
+/// One program header of this executable, as [`own_read_only_pages`] reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Segment {
+    pub kind: u32,
+    pub flags: u32,
+    pub vaddr: usize,
+    pub filesz: usize,
+}
+
+/// This executable's load bias and program headers: `dl_iterate_phdr`'s
+/// first object is always the program itself (`dl_iterate_phdr(3)`).
+fn own_segments() -> Option<(usize, Vec<Segment>)> {
+    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: glibc passes a valid `dl_phdr_info` for the duration of the
+        // callback, and `data` is the `Option` [`own_segments`] lends below,
+        // borrowed by nothing else meanwhile.
+        let (info, out) = unsafe { (&*info, &mut *data.cast::<Option<(usize, Vec<Segment>)>>()) };
+        let phdrs = if info.dlpi_phdr.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: `dlpi_phdr` points at `dlpi_phnum` program headers of
+            // the loaded object, mapped for as long as the object is (the
+            // executable: for the life of the process).
+            unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
+        };
+        let segs = phdrs
+            .iter()
+            .map(|p| Segment {
+                kind: p.p_type,
+                flags: p.p_flags,
+                vaddr: usize::try_from(p.p_vaddr).unwrap_or(usize::MAX),
+                filesz: usize::try_from(p.p_filesz).unwrap_or(0),
+            })
+            .collect();
+        *out = Some((usize::try_from(info.dlpi_addr).unwrap_or(usize::MAX), segs));
+        1 // the first object only
+    }
+    let mut out: Option<(usize, Vec<Segment>)> = None;
+    // SAFETY: the callback matches dl_iterate_phdr(3)'s signature and only
+    // reads the headers it is given into `out`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut out).cast()) };
+    out
+}
+
+/// The whole pages of this executable's read-only `PT_LOAD` segments (its
+/// code and constants), as address ranges; never a writable segment, nor one
+/// that overlaps `PT_GNU_RELRO` (relocated data, made read-only after the
+/// relocation: dropped, it would come back unrelocated from the file).
+/// Rounded inwards, so no page another segment shares is in them.
+pub(crate) fn read_only_ranges(bias: usize, segs: &[Segment], page: usize) -> Vec<std::ops::Range<usize>> {
+    let span = |s: &Segment| {
+        let start = bias.checked_add(s.vaddr)?;
+        Some(start..start.checked_add(s.filesz)?)
+    };
+    let relro: Vec<_> = segs.iter().filter(|s| s.kind == libc::PT_GNU_RELRO).filter_map(span).collect();
+    segs.iter()
+        .filter(|s| s.kind == libc::PT_LOAD && s.flags & libc::PF_W == 0)
+        .filter_map(span)
+        .filter(|r| relro.iter().all(|x| x.end <= r.start || r.end <= x.start))
+        .filter_map(|r| {
+            let start = r.start.checked_next_multiple_of(page)?;
+            let end = r.end / page * page;
+            (start < end).then_some(start..end)
+        })
+        .collect()
+}
+
+/// The ranges of [`read_only_ranges`] that `/proc/self/maps` shows mapped
+/// private, not writable, from this executable's file (the inode of
+/// `/proc/self/exe`): a program unpacked into anonymous memory, or mapped in
+/// any way this function does not expect, gets none.
+pub(crate) fn own_read_only_pages() -> Vec<std::ops::Range<usize>> {
+    use std::os::unix::fs::MetadataExt;
+    let (Some((bias, segs)), Ok(exe)) = (own_segments(), std::fs::metadata("/proc/self/exe")) else {
+        return Vec::new();
+    };
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
+    let ours: Vec<std::ops::Range<usize>> = maps
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_ascii_whitespace();
+            let (range, perms, _off, _dev, inode) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+            let (a, b) = range.split_once('-')?;
+            let private_read_only = perms.len() == 4 && perms.as_bytes()[1] == b'-' && perms.as_bytes()[3] == b'p';
+            (private_read_only && inode.parse::<u64>().ok()? == exe.ino())
+                .then(|| Some(usize::from_str_radix(a, 16).ok()?..usize::from_str_radix(b, 16).ok()?))?
+        })
+        .collect();
+    let page = rustix::param::page_size();
+    read_only_ranges(bias, &segs, page).into_iter().filter(|r| covered(r, &ours)).collect()
+}
+
+/// Whether `maps` (sorted, as /proc lists them) cover `r` without a gap.
+fn covered(r: &std::ops::Range<usize>, maps: &[std::ops::Range<usize>]) -> bool {
+    let mut at = r.start;
+    for m in maps {
+        if m.start <= at && at < m.end {
+            at = m.end;
+        }
+        if at >= r.end {
+            return true;
+        }
+    }
+    false
+}
+
+/// Drops `ranges` (from [`own_read_only_pages`]: this executable's own
+/// read-only file pages) from this process's page tables; the page cache
+/// keeps them, and the next touch maps them again (a minor fault). The
+/// bytes advised.
+pub(crate) fn drop_own_read_only_pages(ranges: &[std::ops::Range<usize>]) -> usize {
+    let mut done = 0;
+    for r in ranges {
+        // SAFETY: `r` lies in this executable's own read-only, private,
+        // file-backed mappings (checked against /proc/self/maps by
+        // `own_read_only_pages`; they stay mapped for the life of the
+        // process), whole pages only, none writable nor RELRO. No page there
+        // was ever written (no text relocations in a Rust PIE), so
+        // MADV_DONTNEED only drops page-table entries of unmodified page
+        // cache pages; the next access maps the file's same bytes again.
+        // No Rust reference sees a change. (A debugger's breakpoints or a
+        // uprobe written into these pages would be lost.)
+        let ret = unsafe { libc::madvise(r.start as *mut libc::c_void, r.end - r.start, libc::MADV_DONTNEED) };
+        if ret == 0 {
+            done += r.end - r.start;
+        }
+    }
+    done
+}
+
 /// Attaches a classic BPF program to a socket (`SO_ATTACH_FILTER`): the
 /// kernel runs it on each datagram before queueing it, and drops those it
 /// returns 0 for.
@@ -252,4 +382,41 @@ pub(crate) fn attach_socket_filter(sock: BorrowedFd<'_>, program: &[libc::sock_f
         )
     };
     if ret == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(kind: u32, flags: u32, vaddr: usize, filesz: usize) -> Segment {
+        Segment { kind, flags, vaddr, filesz }
+    }
+
+    #[test]
+    fn only_whole_pages_of_read_only_loads_outside_relro() {
+        let (r, x, w) = (libc::PF_R, libc::PF_R | libc::PF_X, libc::PF_R | libc::PF_W);
+        let segs = [
+            seg(libc::PT_PHDR, r, 0x40, 0x2a0),
+            seg(libc::PT_LOAD, r, 0, 0x1_5940),
+            seg(libc::PT_LOAD, x, 0x1_5a41, 0x3_0000),
+            seg(libc::PT_LOAD, w, 0x5_0000, 0x8000),
+            // A read-only load that RELRO covers (a linker that maps RELRO so).
+            seg(libc::PT_LOAD, r, 0x6_0000, 0x3000),
+            seg(libc::PT_GNU_RELRO, r, 0x6_0000, 0x3000),
+            seg(libc::PT_LOAD, r, 0x7_0100, 0x800),
+        ];
+        let got = read_only_ranges(0x1000_0000, &segs, 0x1000);
+        assert_eq!(got, vec![0x1000_0000..0x1001_5000, 0x1001_6000..0x1004_5000]);
+    }
+
+    #[test]
+    fn dropping_the_own_text_leaves_a_working_program() {
+        let ranges = own_read_only_pages();
+        assert!(!ranges.is_empty(), "this test binary has read-only segments of its own");
+        assert!(drop_own_read_only_pages(&ranges) > 0);
+        // Code and constants come back from the file.
+        let v: Vec<String> = (0..100).map(|i| format!("{i:>4}")).collect();
+        assert_eq!(v.concat().len(), 400);
+        assert!(drop_own_read_only_pages(&ranges) > 0);
+    }
 }

@@ -11,6 +11,7 @@ pub(crate) mod http;
 pub mod notify;
 mod pressure;
 mod reload;
+mod resident;
 pub mod run;
 mod schedule;
 mod start;

@@ -1,0 +1,42 @@
+//! Rare paths not resident (issue 37). Most of the daemon's file-backed
+//! memory is pages of its own binary: the kernel maps them on first touch,
+//! and with fault-around (a fault maps the 64 KiB around it that the page
+//! cache holds) an idle daemon keeps most of its text mapped: start-up's
+//! (argument and config parsing, regex compilation), the rare paths' (D-Bus
+//! notifications, the engines' HTTP, the metrics listener) and, in one
+//! binary built with fat LTO, much that merely sits beside hot code.
+//!
+//! After a cycle, at most once per [`EVERY`], those pages leave the page
+//! tables (`MADV_DONTNEED` on the executable's read-only segments,
+//! [`crate::sys::drop_own_read_only_pages`]); the page cache keeps them, and
+//! the next cycle maps back what it runs with minor faults. Measured side by
+//! side with 5,000 extra processes (event mode, 30 s): `RssFile` 5,252 → 4,012
+//! KiB; about 43 minor faults more a cycle, 3.6 µs each (64 KiB of
+//! fault-around), and 48 µs for a drop of the whole binary: ~0.2 ms a cycle.
+//! The pages dropped are not freed (the page cache still holds them, shared
+//! with any other mapping of the binary); unmapped, they are the cheapest
+//! memory the kernel can reclaim under pressure.
+
+use std::ops::Range;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// At most one drop per this long: an idle daemon (a cycle per
+/// `interval_secs`, 10 s by default) drops after each cycle, one under
+/// churn (cycles soon after each exec or exit) no more than every 5 s.
+const EVERY: Duration = Duration::from_secs(5);
+
+/// After a cycle: drops the binary's read-only pages from the page tables,
+/// when the last drop is [`EVERY`] old (or there was none).
+pub(super) fn after_cycle() {
+    static RANGES: OnceLock<Vec<Range<usize>>> = OnceLock::new();
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if last.is_some_and(|t| t.elapsed() < EVERY) {
+        return;
+    }
+    *last = Some(Instant::now());
+    let ranges = RANGES.get_or_init(crate::sys::own_read_only_pages);
+    let bytes = crate::sys::drop_own_read_only_pages(ranges);
+    tracing::trace!("{bytes} bytes of the binary's read-only pages left the page tables");
+}
