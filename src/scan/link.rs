@@ -306,19 +306,20 @@ fn writes(dir: &OwnedFd, fd: i32, buf: &mut Vec<u8>) -> bool {
         .is_some_and(|f| f & 3 != 0)
 }
 
-/// The fd of the process behind `dir` that is `target`, reading its whole fd table.
+/// An fd of the process behind `dir` that is `target`, reading its fd table
+/// from the highest fd down: the far end of a server's stdin is one of the
+/// newest fds of its host (the host made that pipe to start it), so it is
+/// found after a few links, not after the host's whole table. Which of its
+/// fds holds `target` when several do only names the hint.
 fn find_fd(dir: &OwnedFd, target: &str, write: bool, buf: &mut Vec<u8>) -> Option<i32> {
     let fds =
         rustix::fs::openat(dir.as_fd(), "fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .ok()?;
     let entries = rustix::fs::Dir::new(fds).ok()?;
-    for e in entries.flatten() {
-        let Some(fd) = e.file_name().to_str().ok().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        if fd_holds(dir, fd, target, write, buf) {
-            return Some(fd);
-        }
-    }
-    None
+    let mut numbers: Vec<i32> =
+        entries.flatten().filter_map(|e| e.file_name().to_str().ok().and_then(|n| n.parse::<i32>().ok())).collect();
+    numbers.sort_unstable_by(|a, b| b.cmp(a));
+    numbers.into_iter().find(|&fd| fd_holds(dir, fd, target, write, buf))
 }
 
 #[cfg(test)]
