@@ -1,14 +1,20 @@
 //! Builds, for the embedded default's role lists (`[patterns]` of
 //! `config/default.toml`), the DFAs the matcher would otherwise compile at
-//! every start (see `src/config/patterns.rs`): one sparse DFA per list and
-//! target, every pattern of the group in it, reporting all that match (as a
-//! `RegexSet`). Measured: compiling the six lists as sets was 11.8 M of the
+//! every start (see `src/config/patterns.rs`): sparse DFAs per list and
+//! target, reporting all the patterns that match (as a `RegexSet`). Measured: compiling the six lists as sets was 11.8 M of the
 //! 13.2 M instructions of a config load, and their lazy DFAs were built
 //! again, state by state, while classifying; a sparse DFA (104 KiB for all)
 //! is read in place.
 //!
+//! Each list and target is two DFAs: the patterns that can only match at
+//! the start of the text (`^…`, most of them) searched anchored, which ends
+//! at the first byte none of them can take, and the rest searched
+//! everywhere; the lowest index of either is the match (see
+//! `List::first`), as one set's would be.
+//!
 //! Writes `$OUT_DIR/role_dfas.rs` (the lists' texts and, per group, its
-//! target, the patterns' indexes and the DFA's file) and the DFA files.
+//! target, whether it is searched anchored, the patterns' indexes and the
+//! DFA's file) and the DFA files.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -41,6 +47,20 @@ fn split_target<'a>(p: &'a str, default: &'static str) -> (&'static str, &'a str
     (default, p)
 }
 
+/// Patterns of one list and target: (index in the list, regex text).
+type Group<'a> = Vec<(usize, &'a str)>;
+
+/// Whether every match of `re` starts at the start of the text (as the
+/// regex crate parses it: `^a|b` is not, `^(a|b)` is).
+fn start_anchored(re: &str) -> Result<bool, String> {
+    let nfa = thompson::Compiler::new()
+        .syntax(syntax::Config::new())
+        .configure(thompson::Config::new().which_captures(thompson::WhichCaptures::None))
+        .build(re)
+        .map_err(|e| e.to_string())?;
+    Ok(nfa.is_always_start_anchored())
+}
+
 fn main() {
     println!("cargo::rerun-if-changed=config/default.toml");
     println!("cargo::rerun-if-changed=build.rs");
@@ -62,22 +82,39 @@ fn main() {
                     (t == target).then_some((i, re))
                 })
                 .unzip();
-            if idx.is_empty() {
-                continue;
-            }
-            // As `RegexSet` compiles them: the regex crate's syntax defaults
-            // (Unicode, UTF-8), every match of every pattern, unanchored.
-            let dfa = dense::Builder::new()
-                .syntax(syntax::Config::new())
-                .configure(dense::Config::new().match_kind(MatchKind::All).start_kind(StartKind::Unanchored))
-                .thompson(thompson::Config::new().which_captures(thompson::WhichCaptures::None))
-                .build_many(&res)
-                .unwrap_or_else(|e| panic!("[patterns] {list} ({target}): {e}"));
-            let sparse = dfa.to_sparse().expect("a sparse DFA");
-            let file = format!("role-{list}-{}.dfa", target.to_lowercase());
-            std::fs::write(out.join(&file), sparse.to_bytes_native_endian()).expect("writing a DFA");
-            writeln!(rs, "    (Target::{target}, &{idx:?}, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{file}\"))),")
+            // Patterns that can only match at the start of the text (`^…`)
+            // in a DFA searched anchored, which stops at the first byte no
+            // pattern can take; the rest in one searched everywhere.
+            let (anchored, rest): (Group, Group) = idx
+                .iter()
+                .copied()
+                .zip(res.iter().copied())
+                .partition(|&(_, re)| start_anchored(re).unwrap_or_else(|e| panic!("[patterns] {list}: {e}")));
+            for (group, start, name) in
+                [(anchored, StartKind::Anchored, "anchored"), (rest, StartKind::Unanchored, "unanchored")]
+            {
+                if group.is_empty() {
+                    continue;
+                }
+                let (idx, res): (Vec<usize>, Vec<&str>) = group.into_iter().unzip();
+                // As `RegexSet` compiles them: the regex crate's syntax
+                // defaults (Unicode, UTF-8), every match of every pattern.
+                let dfa = dense::Builder::new()
+                    .syntax(syntax::Config::new())
+                    .configure(dense::Config::new().match_kind(MatchKind::All).start_kind(start))
+                    .thompson(thompson::Config::new().which_captures(thompson::WhichCaptures::None))
+                    .build_many(&res)
+                    .unwrap_or_else(|e| panic!("[patterns] {list} ({target}): {e}"));
+                let sparse = dfa.to_sparse().expect("a sparse DFA");
+                let file = format!("role-{list}-{}-{name}.dfa", target.to_lowercase());
+                std::fs::write(out.join(&file), sparse.to_bytes_native_endian()).expect("writing a DFA");
+                let anchored = start == StartKind::Anchored;
+                writeln!(
+                    rs,
+                    "    (Target::{target}, {anchored}, &{idx:?}, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{file}\"))),"
+                )
                 .unwrap();
+            }
         }
         rs.push_str("  ]),\n");
     }

@@ -4,7 +4,7 @@
 use regex::{Regex, RegexSet};
 use regex_automata::dfa::Automaton as _;
 use regex_automata::dfa::sparse::DFA;
-use regex_automata::{Input, PatternSet};
+use regex_automata::{Anchored, Input, PatternSet};
 
 use super::PatternLists;
 use crate::program::Program;
@@ -58,7 +58,8 @@ impl<'a> Subject<'a> {
     }
 }
 
-/// One list, compiled as one set per target in use.
+/// One list, compiled as one set per target in use (built by build.rs:
+/// two per target, see [`BuiltList`]).
 #[derive(Debug)]
 struct List {
     /// (target, set, index in the list of each pattern of the set)
@@ -72,6 +73,9 @@ enum Set {
     Compiled(RegexSet),
     Built {
         dfa: Box<DFA<&'static [u8]>>,
+        /// Its patterns match only at the start of the text: searched
+        /// anchored, the search ends at the first byte none can take.
+        anchored: bool,
         /// The patterns' texts, compiled only should the DFA fail a search
         /// (it cannot: it has no quit bytes, no Unicode word boundary).
         patterns: Vec<String>,
@@ -80,9 +84,10 @@ enum Set {
 }
 
 /// The embedded default's lists (texts as written, prefixes included), in
-/// [`Matcher::new`]'s order, each with its DFAs: (target, indexes in the
-/// list, DFA bytes).
-type BuiltList = (&'static [&'static str], &'static [(Target, &'static [usize], &'static [u8])]);
+/// [`Matcher::new`]'s order, each with its DFAs: (target, searched
+/// anchored, indexes in the list, DFA bytes). A target's patterns are in two
+/// DFAs: those anchored at the start (`^…`) and the rest (see build.rs).
+type BuiltList = (&'static [&'static str], &'static [(Target, bool, &'static [usize], &'static [u8])]);
 const BUILT: &[BuiltList] = include!(concat!(env!("OUT_DIR"), "/role_dfas.rs"));
 
 impl Set {
@@ -90,9 +95,10 @@ impl Set {
     fn first_match(&self, text: &str) -> Option<usize> {
         match self {
             Set::Compiled(set) => set.matches(text).into_iter().next(),
-            Set::Built { dfa, patterns, fallback } => {
+            Set::Built { dfa, anchored, patterns, fallback } => {
                 let mut hits = PatternSet::new(dfa.pattern_len());
-                match dfa.try_which_overlapping_matches(&Input::new(text), &mut hits) {
+                let input = Input::new(text).anchored(if *anchored { Anchored::Yes } else { Anchored::No });
+                match dfa.try_which_overlapping_matches(&input, &mut hits) {
                     Ok(()) => hits.iter().next().map(|p| p.as_usize()),
                     Err(_) => fallback
                         .get_or_init(|| set(&patterns.iter().map(String::as_str).collect::<Vec<_>>()).ok())
@@ -159,13 +165,13 @@ impl List {
     fn built(list: &[String]) -> Option<List> {
         let (_, groups) = BUILT.iter().find(|(texts, _)| texts.iter().copied().eq(list.iter().map(String::as_str)))?;
         let mut sets = Vec::new();
-        for &(t, idx, bytes) in *groups {
+        for &(t, anchored, idx, bytes) in *groups {
             // Checked as it is read; a DFA of another build would be refused.
             let (dfa, _) = DFA::from_bytes(bytes).ok()?;
             let patterns = idx.iter().map(|&i| split_target(&list[i], t).1.to_string()).collect();
             sets.push((
                 t,
-                Set::Built { dfa: Box::new(dfa), patterns, fallback: std::sync::OnceLock::new() },
+                Set::Built { dfa: Box::new(dfa), anchored, patterns, fallback: std::sync::OnceLock::new() },
                 idx.to_vec(),
             ));
         }

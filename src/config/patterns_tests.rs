@@ -173,6 +173,23 @@ fn a_cut_command_line_counts_as_protected() {
     assert_eq!(b.matcher.classify_subject(Subject { cmdline: cmd, program, exe: None }).protect, None);
 }
 
+/// Command lines as /proc shows them (the fixture tree's) and as the host
+/// docs name them (each code span and each line of docs/hosts.md).
+fn real_command_lines() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut texts = Vec::new();
+    for e in std::fs::read_dir(root.join("tests/data/proc-basic")).into_iter().flatten().flatten() {
+        if let Ok(b) = std::fs::read(e.path().join("cmdline")) {
+            texts.push(crate::scan::parse::join_argv(&b, &mut Vec::new()));
+        }
+    }
+    let docs = std::fs::read_to_string(root.join("docs/hosts.md")).unwrap_or_default();
+    texts.extend(docs.split('`').skip(1).step_by(2).map(ToString::to_string));
+    texts.extend(docs.lines().map(ToString::to_string));
+    assert!(texts.len() > 100, "the fixture's and the docs' command lines were read");
+    texts
+}
+
 /// The embedded lists' DFAs (build.rs) find what their patterns compiled as
 /// `RegexSet`s find, on command lines that match and that nearly do.
 #[test]
@@ -239,18 +256,39 @@ fn built_dfas_match_as_the_compiled_sets_do() {
             texts.push(lit.chars().skip(1).collect());
         }
     }
+    texts.extend(real_command_lines());
+    // The lowest index matching per target, over all of a list's sets.
+    let first = |l: &List, text: &str| -> Vec<Option<usize>> {
+        TARGETS
+            .iter()
+            .map(|&(_, t)| {
+                l.sets
+                    .iter()
+                    .filter(|(st, _, _)| *st == t)
+                    .filter_map(|(_, set, idx)| set.first_match(text).map(|k| idx[k]))
+                    .min()
+            })
+            .collect()
+    };
+    let mut anchored_groups = 0;
     for (list, default) in lists {
         let built = List::built(list).expect("the embedded list has its DFAs");
         let compiled = List::compile(list, default).unwrap();
-        assert_eq!(built.sets.len(), compiled.sets.len());
-        for ((bt, b, bi), (ct, c, ci)) in built.sets.iter().zip(&compiled.sets) {
-            assert!(matches!(b, Set::Built { .. }) && matches!(c, Set::Compiled(_)));
-            assert_eq!((bt, bi), (ct, ci));
-            for t in &texts {
-                assert_eq!(b.first_match(t), c.first_match(t), "{bt:?} patterns of {list:?} on {t:?}");
+        assert!(built.sets.iter().all(|(_, b, _)| matches!(b, Set::Built { .. })));
+        assert!(compiled.sets.iter().all(|(_, c, _)| matches!(c, Set::Compiled(_))));
+        anchored_groups += built.sets.iter().filter(|(_, b, _)| matches!(b, Set::Built { anchored: true, .. })).count();
+        let mut covered: Vec<usize> = built.sets.iter().flat_map(|(_, _, i)| i.iter().copied()).collect();
+        covered.sort_unstable();
+        assert_eq!(covered, (0..list.len()).collect::<Vec<_>>(), "every pattern of {list:?} in one DFA");
+        for t in &texts {
+            assert_eq!(first(&built, t), first(&compiled, t), "patterns of {list:?} on {t:?}");
+            for cut in [1, 2, 7] {
+                let end = (0..=t.len().saturating_sub(cut)).rev().find(|&i| t.is_char_boundary(i)).unwrap_or(0);
+                assert_eq!(first(&built, &t[..end]), first(&compiled, &t[..end]), "{list:?} on {:?}", &t[..end]);
             }
         }
     }
+    assert!(anchored_groups > 0, "the `^…` patterns are searched anchored");
     // A list that differs in one pattern is compiled.
     let mut changed = p.hosts.clone();
     changed[0].push('x');
