@@ -108,7 +108,7 @@ mod tests {
         }
     }
 
-    /// One event as the kernel sends it: netlink header, cn_msg, proc_event.
+    /// One event as the kernel sends it: netlink header, `cn_msg`, `proc_event`.
     fn msg(what: u32, fields: &[u32]) -> Vec<u8> {
         let data_len = 16 + 4 * fields.len();
         let total = 16 + 20 + data_len;
