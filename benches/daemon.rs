@@ -132,12 +132,22 @@ fn latency(dir: &Path, tag: &str, extra: &[&str], runs: usize, prime: bool) -> V
     out
 }
 
-fn cpu_ticks(pid: u32) -> u64 {
+/// CPU time used, in seconds: `schedstat`'s nanoseconds where the kernel
+/// keeps them (an idle daemon uses a few clock ticks a minute, too few to
+/// count in ticks), else `stat`'s ticks.
+fn cpu_secs(pid: u32) -> f64 {
+    if let Some(ns) = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+    {
+        return ns as f64 / 1e9;
+    }
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = s.rsplit_once(')').map_or("", |x| x.1);
     let f: Vec<&str> = after.split_whitespace().collect();
-    f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+    let ticks = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    ticks as f64 / rustix::param::clock_ticks_per_second() as f64
 }
 
 /// A `/proc/PID/status` figure in KiB (`VmRSS:`, `RssAnon:`, `RssFile:`).
@@ -207,13 +217,12 @@ fn main() {
         let d = start_daemon(&dir, tag, &args);
         let pid = d.0.id();
         std::thread::sleep(Duration::from_secs(2));
-        let (c0, r0) = (cpu_ticks(pid), resident(pid));
+        let (c0, r0) = (cpu_secs(pid), resident(pid));
         let t = Instant::now();
         std::thread::sleep(Duration::from_secs(idle_secs));
         let secs = t.elapsed().as_secs_f64();
-        let (c1, r1) = (cpu_ticks(pid), resident(pid));
-        let tck = rustix::param::clock_ticks_per_second() as f64;
-        footprint.push((tag, (c1 - c0) as f64 / tck / secs * 100.0, r0, r1));
+        let (c1, r1) = (cpu_secs(pid), resident(pid));
+        footprint.push((tag, (c1 - c0) / secs * 100.0, r0, r1));
         drop(d);
     }
     for c in &mut idle {
