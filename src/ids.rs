@@ -2,28 +2,40 @@
 //! slot is reused. Everything that acts on a process carries its [`Identity`].
 
 use std::fmt;
+use std::num::NonZeroI32;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// A process id as the reaper's PID namespace sees it. Always positive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// Kept as a `NonZeroI32`: an `Option<Pid>` (a parent, a group, a session
+/// of each process of a snapshot) then takes 4 bytes, not 8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
-pub struct Pid(i32);
+pub struct Pid(NonZeroI32);
 
 impl Pid {
     /// PID 1 of the namespace.
-    pub const INIT: Pid = Pid(1);
+    pub const INIT: Pid = Pid(NonZeroI32::new(1).expect("1 is not 0"));
 
     pub fn new(raw: i32) -> Option<Pid> {
-        (raw > 0).then_some(Pid(raw))
+        if raw > 0 { NonZeroI32::new(raw).map(Pid) } else { None }
     }
 
     pub fn get(self) -> i32 {
-        self.0
+        self.0.get()
     }
 
     pub fn parse(s: &str) -> Option<Pid> {
         s.parse::<i32>().ok().and_then(Pid::new)
+    }
+}
+
+/// Read back (the state file) as written: a positive number, else an error,
+/// as [`Pid::new`] would refuse it.
+impl<'de> Deserialize<'de> for Pid {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Pid, D::Error> {
+        let raw = i32::deserialize(d)?;
+        Pid::new(raw).ok_or_else(|| serde::de::Error::custom(format!("not a process id: {raw}")))
     }
 }
 
@@ -81,5 +93,14 @@ mod tests {
         assert_eq!(Pid::new(-5), None);
         assert_eq!(Pid::parse("42").map(Pid::get), Some(42));
         assert_eq!(Pid::parse("4x"), None);
+    }
+
+    #[test]
+    fn pid_reads_back_only_positive() {
+        assert_eq!(serde_json::from_str::<Pid>("42").ok().map(Pid::get), Some(42));
+        assert!(serde_json::from_str::<Pid>("0").is_err());
+        assert!(serde_json::from_str::<Pid>("-3").is_err());
+        assert_eq!(serde_json::to_string(&Pid::INIT).ok().as_deref(), Some("1"));
+        assert_eq!(std::mem::size_of::<Option<Pid>>(), 4);
     }
 }

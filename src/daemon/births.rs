@@ -54,7 +54,7 @@ const MAX_PARENTS: usize = 512;
 
 /// A parent of new processes as read once: what its forks look like, and its role.
 struct Parent {
-    comm: String,
+    comm: crate::scan::Comm,
     stack: u64,
     seen: Seen,
 }

@@ -24,6 +24,7 @@
 //! `recheck` the read of the trees to reap, right before a reap.
 
 mod activity;
+mod comm;
 mod details;
 pub mod events;
 mod events_filter;
@@ -45,6 +46,7 @@ use std::io;
 use std::path::PathBuf;
 
 pub use activity::{Activity, TreeCounters};
+pub use comm::Comm;
 pub use incremental::{Read, Reuse};
 pub use link::Question;
 pub use parse::{MemInfo, Rollup};

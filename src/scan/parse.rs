@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::comm::Comm;
+
 mod cgroup;
 pub use cgroup::{Mount, cgroup_mounts, cgroup_unit, container_of, container_ref, mounts, pod_of};
 
@@ -11,7 +13,7 @@ pub use cgroup::{Mount, cgroup_mounts, cgroup_unit, container_of, container_ref,
 pub struct Stat {
     pub pid: i32,
     /// Field 2 without the parentheses, lossily decoded. May contain anything.
-    pub comm: String,
+    pub comm: Comm,
     pub state: u8,
     pub ppid: i32,
     pub pgrp: i32,
@@ -54,7 +56,7 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     }
     // The kernel never writes a pid below 1; a Stat with one would name a process group or everyone.
     let pid = parse_num::<i32>(trim_ascii(&buf[..open])).filter(|&p| p > 0).ok_or(bad("stat: pid"))?;
-    let comm = String::from_utf8_lossy(&buf[open + 1..close]).into_owned();
+    let comm = Comm::from_bytes(&buf[open + 1..close]);
     let mut rest = buf[close + 1..].split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
     // After the comm, field 3 (state) is index 0.
     let mut field = |n: usize| -> Option<&[u8]> {

@@ -323,7 +323,7 @@ pub struct Process {
     pub tty_nr: u32,
     pub state: ProcState,
     pub kernel_thread: bool,
-    pub comm: String,
+    pub comm: super::Comm,
     /// argv joined by spaces (lossy UTF-8). Empty for kernel threads and zombies.
     /// Raw, secrets included: for matching only; show [`Process::display_cmd`].
     pub cmdline: Arc<str>,
@@ -357,7 +357,18 @@ impl Process {
             tty_nr: 0,
             state: ProcState('S'),
             kernel_thread: false,
-            comm: cmd.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or("").chars().take(15).collect(),
+            comm: super::Comm::from(
+                &*cmd
+                    .split(' ')
+                    .next()
+                    .unwrap_or("")
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(15)
+                    .collect::<String>(),
+            ),
             cmdline: cmd.into(),
             program: crate::program::Program::of_joined(cmd),
             rss_bytes: 0,
@@ -487,5 +498,16 @@ impl Snapshot {
     pub fn age_secs(&self, p: &Process) -> f64 {
         let tck = self.ctx.clk_tck.max(1) as f64;
         (self.ctx.uptime_secs - p.id.start_time.0 as f64 / tck).max(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A snapshot holds one per process (5,000 on a busy machine): what
+    /// each field costs is multiplied (issue 37). 160 bytes before pids
+    /// became non-zero and the comm inline.
+    #[test]
+    fn a_process_stays_small() {
+        assert!(std::mem::size_of::<super::Process>() <= 144, "{}", std::mem::size_of::<super::Process>());
     }
 }

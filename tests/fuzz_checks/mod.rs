@@ -47,7 +47,7 @@ pub fn proc_stat(data: &[u8]) {
         assert!(s.pid > 0, "accepted a non-positive pid {}", s.pid);
         let open = data.iter().position(|&b| b == b'(').unwrap();
         let close = data.iter().rposition(|&b| b == b')').unwrap();
-        assert_eq!(s.comm, String::from_utf8_lossy(&data[open + 1..close]));
+        assert_eq!(s.comm.as_str(), String::from_utf8_lossy(&data[open + 1..close]));
         assert!(!s.state.is_ascii_whitespace());
     }
 }
@@ -69,7 +69,7 @@ fn reference_stat(buf: &[u8]) -> Option<Stat> {
     let field = |n: usize| -> Option<&str> { std::str::from_utf8(words.get(n - 3)?).ok() };
     Some(Stat {
         pid,
-        comm: String::from_utf8_lossy(&buf[open + 1..close]).into_owned(),
+        comm: mcp_reaper::scan::Comm::from_bytes(&buf[open + 1..close]),
         state: words.first()?[0],
         ppid: field(4)?.parse().ok()?,
         pgrp: field(5)?.parse().ok()?,
@@ -137,7 +137,7 @@ pub fn proc_stat_structured(data: &[u8]) {
     }
     let want = Stat {
         pid,
-        comm: String::from_utf8_lossy(&comm).into_owned(),
+        comm: mcp_reaper::scan::Comm::from_bytes(&comm),
         state,
         ppid,
         pgrp,
