@@ -7,6 +7,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 use rustix::process::{PidfdFlags, Signal};
 
@@ -231,7 +232,7 @@ pub(crate) fn unset_env_alone(names: &[&str]) -> bool {
     alone
 }
 
-/// One program header of this executable, as [`own_read_only_pages`] reads it.
+/// One program header of a loaded object, as [`own_read_only_pages`] reads it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Segment {
     pub kind: u32,
@@ -240,20 +241,50 @@ pub(crate) struct Segment {
     pub filesz: usize,
 }
 
-/// This executable's load bias and program headers: `dl_iterate_phdr`'s
-/// first object is always the program itself (`dl_iterate_phdr(3)`).
-fn own_segments() -> Option<(usize, Vec<Segment>)> {
-    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+/// An object of this process's link map: its file, load bias and program headers.
+struct Loaded {
+    path: std::path::PathBuf,
+    bias: usize,
+    segs: Vec<Segment>,
+}
+
+/// What `dl_iterate_phdr` tells: every object loaded (the program first,
+/// `dl_iterate_phdr(3)`, named by `/proc/self/exe`; the vDSO and any other
+/// object without an absolute path left out), and how many objects were
+/// ever unloaded (`dlpi_subs`).
+fn loaded_objects() -> (Vec<Loaded>, u64) {
+    struct Out {
+        objects: Vec<Loaded>,
+        seen: usize,
+        subs: u64,
+    }
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
         // SAFETY: glibc passes a valid `dl_phdr_info` for the duration of the
-        // callback, and `data` is the `Option` [`own_segments`] lends below,
+        // callback, and `data` is the `Out` [`loaded_objects`] lends below,
         // borrowed by nothing else meanwhile.
-        let (info, out) = unsafe { (&*info, &mut *data.cast::<Option<(usize, Vec<Segment>)>>()) };
+        let (info, out) = unsafe { (&*info, &mut *data.cast::<Out>()) };
+        out.subs = info.dlpi_subs;
+        out.seen += 1;
+        let path = if out.seen == 1 {
+            std::path::PathBuf::from("/proc/self/exe")
+        } else if info.dlpi_name.is_null() {
+            return 0;
+        } else {
+            // SAFETY: `dlpi_name` is a NUL-terminated string owned by the
+            // dynamic linker, valid for the duration of the callback.
+            let name = unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) };
+            let name = std::path::Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
+            if !name.is_absolute() {
+                return 0;
+            }
+            name.to_path_buf()
+        };
         let phdrs = if info.dlpi_phdr.is_null() {
             &[][..]
         } else {
             // SAFETY: `dlpi_phdr` points at `dlpi_phnum` program headers of
             // the loaded object, mapped for as long as the object is (the
-            // executable: for the life of the process).
+            // whole callback).
             unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
         };
         let segs = phdrs
@@ -265,14 +296,14 @@ fn own_segments() -> Option<(usize, Vec<Segment>)> {
                 filesz: usize::try_from(p.p_filesz).unwrap_or(0),
             })
             .collect();
-        *out = Some((usize::try_from(info.dlpi_addr).unwrap_or(usize::MAX), segs));
-        1 // the first object only
+        out.objects.push(Loaded { path, bias: usize::try_from(info.dlpi_addr).unwrap_or(usize::MAX), segs });
+        0 // every object
     }
-    let mut out: Option<(usize, Vec<Segment>)> = None;
+    let mut out = Out { objects: Vec::new(), seen: 0, subs: 0 };
     // SAFETY: the callback matches dl_iterate_phdr(3)'s signature and only
     // reads the headers it is given into `out`, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut out).cast()) };
-    out
+    unsafe { libc::dl_iterate_phdr(Some(each), (&raw mut out).cast()) };
+    (out.objects, out.subs)
 }
 
 /// The whole pages of this executable's read-only `PT_LOAD` segments (its
@@ -298,29 +329,40 @@ pub(crate) fn read_only_ranges(bias: usize, segs: &[Segment], page: usize) -> Ve
         .collect()
 }
 
-/// The ranges of [`read_only_ranges`] that `/proc/self/maps` shows mapped
-/// private, not writable, from this executable's file (the inode of
-/// `/proc/self/exe`): a program unpacked into anonymous memory, or mapped in
-/// any way this function does not expect, gets none.
+/// The ranges of [`read_only_ranges`] of this executable and of the
+/// libraries loaded with it (libc, the dynamic linker, libgcc) that
+/// `/proc/self/maps` shows mapped private, not writable, from that object's
+/// file (by inode): a program unpacked into anonymous memory, a library
+/// replaced on disk since it was loaded, or anything mapped in a way this
+/// function does not expect, gets none. None at all once any object was
+/// ever unloaded: each range must stay the object's for as long as the
+/// process lives (see [`drop_own_read_only_pages`]).
 pub(crate) fn own_read_only_pages() -> Vec<std::ops::Range<usize>> {
     use std::os::unix::fs::MetadataExt;
-    let (Some((bias, segs)), Ok(exe)) = (own_segments(), std::fs::metadata("/proc/self/exe")) else {
-        return Vec::new();
-    };
+    let (objects, subs) = loaded_objects();
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
-    let ours: Vec<std::ops::Range<usize>> = maps
+    if subs != 0 {
+        return Vec::new();
+    }
+    let mapped: Vec<(std::ops::Range<usize>, u64)> = maps
         .lines()
         .filter_map(|l| {
             let mut f = l.split_ascii_whitespace();
             let (range, perms, _off, _dev, inode) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
             let (a, b) = range.split_once('-')?;
             let private_read_only = perms.len() == 4 && perms.as_bytes()[1] == b'-' && perms.as_bytes()[3] == b'p';
-            (private_read_only && inode.parse::<u64>().ok()? == exe.ino())
-                .then(|| Some(usize::from_str_radix(a, 16).ok()?..usize::from_str_radix(b, 16).ok()?))?
+            let range = usize::from_str_radix(a, 16).ok()?..usize::from_str_radix(b, 16).ok()?;
+            private_read_only.then_some((range, inode.parse::<u64>().ok()?))
         })
         .collect();
     let page = rustix::param::page_size();
-    read_only_ranges(bias, &segs, page).into_iter().filter(|r| covered(r, &ours)).collect()
+    let mut out = Vec::new();
+    for o in objects {
+        let Ok(meta) = std::fs::metadata(&o.path) else { continue };
+        let ours: Vec<_> = mapped.iter().filter(|(_, ino)| *ino == meta.ino()).map(|(r, _)| r.clone()).collect();
+        out.extend(read_only_ranges(o.bias, &o.segs, page).into_iter().filter(|r| covered(r, &ours)));
+    }
+    out
 }
 
 /// Whether `maps` (sorted, as /proc lists them) cover `r` without a gap.
@@ -337,18 +379,25 @@ fn covered(r: &std::ops::Range<usize>, maps: &[std::ops::Range<usize>]) -> bool 
     false
 }
 
-/// Drops `ranges` (from [`own_read_only_pages`]: this executable's own
-/// read-only file pages) from this process's page tables; the page cache
-/// keeps them, and the next touch maps them again (a minor fault). The
-/// bytes advised.
+/// Drops `ranges` (from [`own_read_only_pages`]: the read-only file pages
+/// of this executable and its libraries) from this process's page tables;
+/// the page cache keeps them, and the next touch maps them again (a minor
+/// fault). The bytes advised; none once any object was ever unloaded
+/// (its range could hold something else now). Nothing in the daemon
+/// unloads objects (no `dlclose`; glibc keeps its NSS modules loaded).
 pub(crate) fn drop_own_read_only_pages(ranges: &[std::ops::Range<usize>]) -> usize {
+    if loaded_objects().1 != 0 {
+        return 0;
+    }
     let mut done = 0;
     for r in ranges {
-        // SAFETY: `r` lies in this executable's own read-only, private,
-        // file-backed mappings (checked against /proc/self/maps by
-        // `own_read_only_pages`; they stay mapped for the life of the
-        // process), whole pages only, none writable nor RELRO. No page there
-        // was ever written (no text relocations in a Rust PIE), so
+        // SAFETY: `r` lies in a read-only, private, file-backed mapping of
+        // this executable or of a library loaded with it (checked against
+        // /proc/self/maps by `own_read_only_pages`, when no object had ever
+        // been unloaded; none has since, checked just above, so each is
+        // still mapped as it was), whole pages only, none writable nor
+        // RELRO. No page there was ever written (no text relocations in a
+        // Rust PIE nor in the distribution's libraries), so
         // MADV_DONTNEED only drops page-table entries of unmodified page
         // cache pages; the next access maps the file's same bytes again.
         // No Rust reference sees a change. (A debugger's breakpoints or a
@@ -418,5 +467,21 @@ mod tests {
         let v: Vec<String> = (0..100).map(|i| format!("{i:>4}")).collect();
         assert_eq!(v.concat().len(), 400);
         assert!(drop_own_read_only_pages(&ranges) > 0);
+    }
+
+    #[test]
+    fn libc_text_is_among_the_pages_dropped() {
+        let ranges = own_read_only_pages();
+        // Through the GOT: libc's own address of the function.
+        let getpid = libc::getpid as *const () as usize;
+        let own = dropping_the_own_text_leaves_a_working_program as *const () as usize;
+        assert!(ranges.iter().any(|r| r.contains(&getpid)), "libc's text: {ranges:x?}");
+        assert!(ranges.iter().any(|r| r.contains(&own)), "the program's own text");
+        assert!(drop_own_read_only_pages(&ranges) > 0);
+        assert!(libc_still_answers());
+    }
+
+    fn libc_still_answers() -> bool {
+        rustix::process::getpid().as_raw_nonzero().get() == i32::try_from(std::process::id()).unwrap_or(0)
     }
 }
