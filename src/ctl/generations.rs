@@ -105,7 +105,7 @@ fn usage(procfs: &ProcFs, snap: &Snapshot, members: &[usize]) -> Usage {
             u.memory_bytes += r.pss_bytes + r.swap_pss_bytes;
         } else {
             u.memory_fallbacks += 1;
-            u.memory_bytes += p.rss_bytes + p.swap_bytes();
+            u.memory_bytes += p.rss_bytes() + p.swap_bytes();
         }
         let Some(a) = a else {
             u.io_unreadable += 1;

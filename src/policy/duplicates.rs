@@ -44,7 +44,7 @@ pub fn duplicates(snap: &Snapshot, judgements: &[Judgement]) -> Vec<Duplicate> {
             let rss_bytes = js
                 .iter()
                 .flat_map(|j| j.members.iter())
-                .map(|&(m, _)| snap.procs[m].rss_bytes + snap.procs[m].swap_bytes())
+                .map(|&(m, _)| snap.procs[m].rss_bytes() + snap.procs[m].swap_bytes())
                 .sum();
             Duplicate {
                 host,

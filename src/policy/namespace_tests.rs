@@ -100,7 +100,7 @@ fn a_pid_1_that_is_itself_a_server_is_kept() {
 #[test]
 fn a_pid_1_that_has_exited_leaves_its_namespace_to_the_kernel() {
     let mut w = devcontainer("sleep infinity").cfg(ON);
-    w.procs.iter_mut().find(|p| p.pid() == pid(600)).unwrap().state = ProcState('Z');
+    w.procs.iter_mut().find(|p| p.pid() == pid(600)).unwrap().state = ProcState(b'Z');
     let (v, _, _, reason) = w.one();
     assert_eq!(v, Verdict::Foreign, "{reason}");
     assert!(reason.contains("has exited: the kernel ends the rest of its namespace"), "{reason}");

@@ -59,7 +59,7 @@ impl World {
 
     pub(super) fn add(&mut self, p: i32, ppid: i32, cmd: &str) -> &mut Process {
         self.procs.push(Process {
-            rss_bytes: 1 << 20,
+            rss_kib: 1 << 10,
             details: Some(Box::new(Details {
                 uid: Some(Uid(1000)),
                 swap_bytes: Some(0),
@@ -386,7 +386,7 @@ fn zombie_members_do_not_block() {
     let mut w = World::new();
     playwright_under(&mut w, 1);
     let z = w.add(205, 201, "");
-    z.state = ProcState('Z');
+    z.state = ProcState(b'Z');
     z.details = None;
     assert_eq!(w.one().0, Verdict::Orphan);
 }

@@ -232,7 +232,7 @@ pub fn tree_memory(snap: &Snapshot, j: &Judgement) -> u64 {
         .iter()
         .map(|&(m, _)| &snap.procs[m])
         .filter(|p| !p.state.is_zombie())
-        .map(|p| p.rss_bytes + p.swap_bytes())
+        .map(|p| p.rss_bytes() + p.swap_bytes())
         .sum()
 }
 
@@ -281,14 +281,14 @@ pub fn build(a: &Assessment) -> ScanReport {
                             pgid: p.pgid.map(super::super::ids::Pid::get),
                             sid: p.sid.map(super::super::ids::Pid::get),
                             uid: p.uid().map(|u| u.0),
-                            state: p.state.0.to_string(),
+                            state: p.state.as_char().to_string(),
                             depth,
                             role: a.forest.role(m).as_str(),
                             // Saturating float-to-int: ages are never negative.
                             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                             age_secs: snap.age_secs(p) as u64,
                             cmdline: p.display_cmd().into_owned(),
-                            rss_bytes: p.rss_bytes,
+                            rss_bytes: p.rss_bytes(),
                             swap_bytes: p.swap_bytes(),
                             program: program_name(p),
                             via: p.program.via.as_str(),

@@ -9,17 +9,21 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{Identity, Pid, Uid};
 use crate::program::Program;
 
-/// Process state letter from `stat` field 3.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcState(pub char);
+/// Process state letter from `stat` field 3 (an ASCII letter: one byte,
+/// not a 4-byte `char`, in each process of a snapshot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcState(pub u8);
 
 impl ProcState {
     pub fn is_zombie(self) -> bool {
-        matches!(self.0, 'Z' | 'X' | 'x')
+        matches!(self.0, b'Z' | b'X' | b'x')
     }
     /// Uninterruptible sleep: not even SIGKILL acts until it returns.
     pub fn is_uninterruptible(self) -> bool {
-        self.0 == 'D'
+        self.0 == b'D'
+    }
+    pub fn as_char(self) -> char {
+        char::from(self.0)
     }
 }
 
@@ -329,7 +333,8 @@ pub struct Process {
     pub cmdline: Arc<str>,
     /// What it runs, as spans of `cmdline` (see [`crate::program`]).
     pub program: Program,
-    pub rss_bytes: u64,
+    /// Resident memory in KiB (4 bytes where bytes took 8; 4 TiB at most).
+    pub rss_kib: u32,
     /// Boxed: most processes never get details, and a snapshot holds thousands.
     pub details: Option<Box<Details>>,
     /// Its role from the command line alone, kept with the command line
@@ -355,7 +360,7 @@ impl Process {
             pgid: Some(me),
             sid: Some(me),
             tty_nr: 0,
-            state: ProcState('S'),
+            state: ProcState(b'S'),
             kernel_thread: false,
             comm: super::Comm::from(
                 &*cmd
@@ -371,7 +376,7 @@ impl Process {
             ),
             cmdline: cmd.into(),
             program: crate::program::Program::of_joined(cmd),
-            rss_bytes: 0,
+            rss_kib: 0,
             details: None,
             role: None,
             dir_ino: 0,
@@ -394,6 +399,11 @@ impl Process {
         } else {
             crate::redact::redact(&self.cmdline)
         }
+    }
+
+    /// Resident memory in bytes.
+    pub fn rss_bytes(&self) -> u64 {
+        u64::from(self.rss_kib) * 1024
     }
 
     pub fn uid(&self) -> Option<Uid> {
@@ -508,6 +518,6 @@ mod tests {
     /// became non-zero and the comm inline.
     #[test]
     fn a_process_stays_small() {
-        assert!(std::mem::size_of::<super::Process>() <= 144, "{}", std::mem::size_of::<super::Process>());
+        assert!(std::mem::size_of::<super::Process>() <= 136, "{}", std::mem::size_of::<super::Process>());
     }
 }

@@ -182,12 +182,12 @@ impl ProcFs {
             pgid: Pid::new(stat.pgrp),
             sid: Pid::new(stat.session),
             tty_nr: stat.tty_nr,
-            state: ProcState(stat.state as char),
+            state: ProcState(stat.state),
             kernel_thread: stat.flags & parse::PF_KTHREAD != 0,
             comm: stat.comm,
             cmdline,
             program: Program::default(),
-            rss_bytes: stat.rss_pages.saturating_mul(self.page_size),
+            rss_kib: u32::try_from(stat.rss_pages.saturating_mul(self.page_size) / 1024).unwrap_or(u32::MAX),
             details: None,
             role: None,
             dir_ino: 0,
@@ -238,7 +238,7 @@ impl ProcFs {
         keep: usize,
     ) -> Option<Process> {
         let kernel_thread = stat.flags & parse::PF_KTHREAD != 0;
-        let state = ProcState(stat.state as char);
+        let state = ProcState(stat.state);
         let mut program = Program::default();
         let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
             Arc::default()

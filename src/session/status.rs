@@ -46,7 +46,7 @@ pub fn sessions(a: &Assessment, proc_root: &Path) -> Vec<RunSession> {
         let current = mounts.memory(text, ours);
         let (memory_bytes, memory_source) = match current {
             Some(b) => (b, "cgroup"),
-            None => (members.iter().map(|&m| snap.procs[m].rss_bytes).sum(), "rss"),
+            None => (members.iter().map(|&m| snap.procs[m].rss_bytes()).sum(), "rss"),
         };
         out.push(RunSession {
             wrapper_pid: wrapper,

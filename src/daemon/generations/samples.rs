@@ -51,7 +51,7 @@ impl Samples {
             let a = procfs.activity(p.id);
             c.tree.add(a.as_ref());
             let rollup = a.and_then(|a| a.rollup);
-            memory += rollup.map_or(p.rss_bytes + p.swap_bytes(), |r| r.pss_bytes + r.swap_pss_bytes);
+            memory += rollup.map_or(p.rss_bytes() + p.swap_bytes(), |r| r.pss_bytes + r.swap_pss_bytes);
         }
         let id = snap.procs[root].id;
         let s = self.by_root.entry(id).or_insert(Sample {
