@@ -1,6 +1,5 @@
 //! New processes without the proc connector (pidfd mode): five times a
-//! second while processes are being created, down to once a second on a
-//! quiet machine ([`QUIET_MAX`]), the last allocated pid of the namespace says whether anything was
+//! second, the last allocated pid of the namespace says whether anything was
 //! created since the last look, and the pids in between are the only ones
 //! read. A host or server among them is scanned soon, so its host is watched
 //! (or its orphans found) long before the next periodic scan.
@@ -38,14 +37,6 @@ use crate::scan::{ProcFs, Process};
 /// such a host's orphans are found. A look costs a read of `loadavg`; the
 /// new pids are read once whatever the period.
 const EVERY: Duration = Duration::from_millis(200);
-/// The longest wait between two looks: after each look that finds the
-/// pid counter where it was (and no pid waiting), the next waits twice as
-/// long, up to this; any new pid brings it back to [`EVERY`]. An idle
-/// daemon then wakes about once a second instead of five times (each
-/// wake-up ~100 µs on a VM, most of an idle pidfd-mode daemon's CPU; issue
-/// 37). A host born on a quiet machine is counted at most this much later,
-/// then looked at [`EVERY`] after: under 1.2 s, where it was 0.4 s.
-const QUIET_MAX: Duration = Duration::from_secs(1);
 /// More new pids than this in one look (a fork storm, a wrapped counter):
 /// scan instead of reading them one by one.
 const MAX_READ: i32 = 2048;
@@ -80,14 +71,6 @@ pub(crate) struct Births {
     /// `statx`, two reads and close of a fresh read (a third of an idle
     /// pidfd-mode daemon's CPU, five times a second).
     loadavg: Option<std::fs::File>,
-    /// The ticker's period now (see [`QUIET_MAX`]).
-    period: Duration,
-}
-
-/// The period after a look: [`EVERY`] when it counted new pids or some wait
-/// for the next look, else twice the last, up to [`QUIET_MAX`].
-fn next_period(period: Duration, busy: bool) -> Duration {
-    if busy { EVERY } else { (period * 2).min(QUIET_MAX) }
 }
 
 impl Births {
@@ -96,7 +79,7 @@ impl Births {
         let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
         let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
         let loadavg = std::fs::File::open(procfs.root().join("loadavg")).ok();
-        Births { last: None, timer, randomized, parents: HashMap::new(), waiting: Vec::new(), loadavg, period: EVERY }
+        Births { last: None, timer, randomized, parents: HashMap::new(), waiting: Vec::new(), loadavg }
     }
 
     /// What a new pid is. A fork that did not exec is its parent's copy:
@@ -162,18 +145,8 @@ impl Births {
         std::str::from_utf8(&buf[..n]).ok()?.split_whitespace().nth(4)?.parse().ok()
     }
 
-    /// The pids allocated since the last look; sets when the next look is.
+    /// The pids allocated since the last look.
     pub(crate) fn since(&mut self, procfs: &ProcFs) -> Born {
-        let born = self.count(procfs);
-        let period = next_period(self.period, !matches!(born, Born::Nothing) || !self.waiting.is_empty());
-        if period != self.period {
-            self.period = period;
-            self.timer.set_period(period);
-        }
-        born
-    }
-
-    fn count(&mut self, procfs: &ProcFs) -> Born {
         let Some(now) = self.last_pid().or_else(|| procfs.last_pid()) else { return Born::Nothing };
         let Some(last) = self.last.replace(now) else { return Born::Nothing };
         if now == last {
@@ -215,18 +188,6 @@ mod tests {
         births.ripe(pids(&[103]));
         births.read_by_scan();
         assert!(births.ripe(Vec::new()).is_empty(), "a scan read them");
-    }
-
-    #[test]
-    fn quiet_looks_grow_apart_and_a_birth_brings_them_back() {
-        let mut p = EVERY;
-        let mut seen = Vec::new();
-        for _ in 0..5 {
-            p = next_period(p, false);
-            seen.push(p.as_millis());
-        }
-        assert_eq!(seen, [400, 800, 1000, 1000, 1000]);
-        assert_eq!(next_period(QUIET_MAX, true), EVERY);
     }
 
     #[test]

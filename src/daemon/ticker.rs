@@ -39,22 +39,6 @@ impl Ticker {
         }
     }
 
-    /// Ticks every `every` from now on, the next one `every` from now.
-    pub(crate) fn set_period(&mut self, every: Duration) {
-        match self {
-            Ticker::Kernel(fd) => {
-                if let Err(e) = arm(fd.get_ref(), every) {
-                    tracing::debug!("timerfd: {e}; the period stays");
-                }
-            }
-            Ticker::Tokio(t) => {
-                let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-                timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                *t = timer;
-            }
-        }
-    }
-
     pub(crate) async fn tick(&mut self) {
         match self {
             Ticker::Tokio(t) => {
@@ -80,22 +64,16 @@ impl Ticker {
 
 fn timerfd(every: Duration) -> std::io::Result<AsyncFd<OwnedFd>> {
     let fd = rustix::time::timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC)?;
-    arm(&fd, every)?;
-    crate::sys::async_fd(fd)
-}
-
-/// Expires `every` from now, then every `every`.
-fn arm(fd: &OwnedFd, every: Duration) -> std::io::Result<()> {
     let period = Timespec {
         tv_sec: i64::try_from(every.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(every.subsec_nanos()),
     };
     rustix::time::timerfd_settime(
-        fd,
+        &fd,
         TimerfdTimerFlags::empty(),
         &Itimerspec { it_interval: period, it_value: period },
     )?;
-    Ok(())
+    crate::sys::async_fd(fd)
 }
 
 #[cfg(test)]
@@ -117,24 +95,5 @@ mod tests {
             // Never early; late only as late as this machine is busy.
             assert!(start.elapsed() >= Duration::from_millis(100), "{:?}", start.elapsed());
         });
-    }
-
-    #[test]
-    fn a_new_period_counts_from_when_it_is_set() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        rt.block_on(async {
-            for mut t in [Ticker::every(Duration::from_millis(10)), tokio_ticker(Duration::from_millis(10))] {
-                t.tick().await;
-                let start = Instant::now();
-                t.set_period(Duration::from_millis(150));
-                t.tick().await;
-                t.tick().await;
-                assert!(start.elapsed() >= Duration::from_millis(300), "{:?}", start.elapsed());
-            }
-        });
-    }
-
-    fn tokio_ticker(every: Duration) -> Ticker {
-        Ticker::Tokio(tokio::time::interval_at(tokio::time::Instant::now() + every, every))
     }
 }
