@@ -184,6 +184,26 @@ pub fn children_peak_rss_kib() -> Option<u64> {
     }
 }
 
+/// CPU time `pid` has used, all its threads (the exited ones included), to
+/// the nanosecond: the process's CPU-time clock (`clock_getcpuclockid(3)`).
+/// What the benches measure a daemon by: `/proc/PID/schedstat` counts its
+/// main thread only (not the cycles run on tokio's blocking threads), and
+/// `stat` counts clock ticks, too coarse for an idle minute.
+pub fn process_cpu_time(pid: i32) -> Option<std::time::Duration> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: clock_getcpuclockid(3) only writes the clock id into the
+    // variable we own; a pid that does not exist is an error return.
+    if unsafe { libc::clock_getcpuclockid(pid, &raw mut clock) } != 0 {
+        return None;
+    }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime(2) only writes the timespec we own.
+    if unsafe { libc::clock_gettime(clock, &raw mut ts) } != 0 {
+        return None;
+    }
+    Some(std::time::Duration::new(u64::try_from(ts.tv_sec).ok()?, u32::try_from(ts.tv_nsec).ok()?))
+}
+
 /// Socket activation: the fds `3 .. 3 + n` the service manager passed at
 /// exec, owned from now on (dropped: closed) and close-on-exec; `None` for
 /// one that is not open. Only the first call takes them (later ones get
@@ -467,6 +487,25 @@ mod tests {
         let v: Vec<String> = (0..100).map(|i| format!("{i:>4}")).collect();
         assert_eq!(v.concat().len(), 400);
         assert!(drop_own_read_only_pages(&ranges) > 0);
+    }
+
+    #[test]
+    fn a_process_cpu_clock_counts_its_threads() {
+        let me = i32::try_from(std::process::id()).expect("a pid");
+        let before = process_cpu_time(me).expect("own clock");
+        // A thread that runs until its own CPU clock says 20 ms, and exits.
+        std::thread::spawn(|| {
+            let own = || rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+            let start = own();
+            let mut x = 0u64;
+            while (own().tv_sec - start.tv_sec) * 1_000_000_000 + (own().tv_nsec - start.tv_nsec) < 20_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        })
+        .join()
+        .expect("spinner");
+        let after = process_cpu_time(me).expect("own clock");
+        assert!(after.saturating_sub(before) >= std::time::Duration::from_millis(20), "{before:?} -> {after:?}");
     }
 
     #[test]
