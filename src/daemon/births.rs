@@ -71,6 +71,38 @@ pub(crate) struct Births {
     /// `statx`, two reads and close of a fresh read (a third of an idle
     /// pidfd-mode daemon's CPU, five times a second).
     loadavg: Option<std::fs::File>,
+    /// See [`Births::listed`].
+    listed_at: Option<Census>,
+}
+
+/// The last pid allocated in this namespace and the tasks (threads
+/// included) of the whole system, from `loadavg`'s last two fields.
+///
+/// Equal to the census before the last listing of `/proc`, it says the
+/// listing would find what that one found: no pid was allocated since (a
+/// new task moves the counter; pids come back only once it wraps), and
+/// none was released (a task leaves the count when it is reaped, which is
+/// also when its `/proc` directory goes). A scan then needs no listing
+/// (issue 37: at 5,000 processes the listing was 42 % of an idle pidfd-mode
+/// daemon's CPU, ~1 µs a directory entry in the kernel). The count is the
+/// whole system's: in a container, another's task born while one of ours
+/// is reaped would hide that exit until a listing; such a process stays in
+/// the snapshot a while longer, which can only keep a tree, never reap one
+/// (the re-check before a reap reads every member afresh), and the full
+/// read every two minutes lists anyway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Census {
+    last: i32,
+    tasks: u32,
+}
+
+impl Census {
+    /// `0.97 0.94 1.00 2/345 12345`: the fourth field's total, the fifth.
+    fn parse(text: &str) -> Option<Census> {
+        let mut f = text.split_whitespace().skip(3);
+        let tasks = f.next()?.split_once('/')?.1.parse().ok()?;
+        Some(Census { last: f.next()?.parse().ok()?, tasks })
+    }
 }
 
 impl Births {
@@ -79,7 +111,7 @@ impl Births {
         let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
         let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
         let loadavg = std::fs::File::open(procfs.root().join("loadavg")).ok();
-        Births { last: None, timer, randomized, parents: HashMap::new(), waiting: Vec::new(), loadavg }
+        Births { last: None, timer, randomized, parents: HashMap::new(), waiting: Vec::new(), loadavg, listed_at: None }
     }
 
     /// What a new pid is. A fork that did not exec is its parent's copy:
@@ -136,13 +168,28 @@ impl Births {
         }
     }
 
-    /// The last allocated pid, from the `loadavg` kept open (read from its
-    /// start each time: the kernel renders it afresh at offset 0).
+    /// The last allocated pid, from the `loadavg` kept open.
     fn last_pid(&self) -> Option<i32> {
+        self.census().map(|c| c.last)
+    }
+
+    /// What `loadavg` (kept open, read from its start each time: the kernel
+    /// renders it afresh at offset 0) tells of the table now.
+    pub(crate) fn census(&self) -> Option<Census> {
         use std::os::unix::fs::FileExt;
         let mut buf = [0u8; 128];
         let n = self.loadavg.as_ref()?.read_at(&mut buf, 0).ok()?;
-        std::str::from_utf8(&buf[..n]).ok()?.split_whitespace().nth(4)?.parse().ok()
+        Census::parse(std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    /// The census taken just before the last listing of `/proc` began.
+    pub(crate) fn listed_at(&self) -> Option<Census> {
+        self.listed_at
+    }
+
+    /// A listing of `/proc` begins, the table as `census` found it.
+    pub(crate) fn listed(&mut self, census: Option<Census>) {
+        self.listed_at = census;
     }
 
     /// The pids allocated since the last look.
@@ -188,6 +235,27 @@ mod tests {
         births.ripe(pids(&[103]));
         births.read_by_scan();
         assert!(births.ripe(Vec::new()).is_empty(), "a scan read them");
+    }
+
+    #[test]
+    fn a_census_is_loadavgs_last_pid_and_task_count() {
+        assert_eq!(Census::parse("0.97 0.94 1.00 2/345 12345\n"), Some(Census { last: 12345, tasks: 345 }));
+        assert_eq!(Census::parse("0.97 0.94 1.00 2 12345"), None);
+        assert_eq!(Census::parse("0.97 0.94"), None);
+    }
+
+    #[test]
+    fn a_census_moves_when_a_process_is_born_and_when_one_is_reaped() {
+        let (_rt, births) = births_here();
+        let before = births.census().expect("loadavg");
+        let mut child = Command::new("sleep").arg("30").spawn().expect("sleep");
+        assert_ne!(births.census(), Some(before), "born: the counter moved");
+        let born = births.census().expect("loadavg");
+        child.kill().expect("kill");
+        child.wait().expect("reaped");
+        // Reaped: one task fewer, unless others were born meanwhile (then
+        // the counter moved): either way not the census after the birth.
+        assert_ne!(births.census(), Some(born));
     }
 
     #[test]

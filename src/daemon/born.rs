@@ -48,6 +48,23 @@ impl Daemon {
         Step::Idle
     }
 
+    /// Pidfd mode, before a scan's read: the pids created since the last
+    /// look are read by it; the table's census, the read told that it
+    /// needs no listing when it is the one the last listing began with
+    /// (see [`super::births::Census`]).
+    pub(super) fn births_before_read(&mut self) -> Option<super::births::Census> {
+        if self.exits.events() {
+            return None;
+        }
+        let _ = self.births_since();
+        self.births.read_by_scan();
+        let census = self.births.census();
+        if census.is_some() && census == self.births.listed_at() {
+            self.schedule.table_unchanged();
+        }
+        census
+    }
+
     /// The pids created since the last look, marked for the next read,
     /// whatever they are; when they cannot be counted, the next read lists
     /// `/proc`.

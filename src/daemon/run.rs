@@ -284,17 +284,16 @@ impl Daemon {
             (s.cfg.clone(), s.args.scope, dry)
         };
         let procfs = self.procfs.clone();
-        if !self.exits.events() {
-            // The pids created since the last look are read by this scan.
-            let _ = self.births_since();
-            self.births.read_by_scan();
-        }
+        let census = self.births_before_read();
         let exited = self.exits.take_exited();
         for pid in self.exits.reread_for(&exited) {
             self.schedule.changed(pid);
         }
         let interval = Duration::from_secs(cfg.interval_secs);
         let read = self.schedule.next_read(self.exits.events(), exited, interval);
+        if super::schedule::lists(&read) {
+            self.births.listed(census);
+        }
         let mut memory = std::mem::take(&mut self.memory);
         let mut gens = std::mem::take(&mut self.generations);
         let before = memory.clone();

@@ -21,6 +21,20 @@ const PIDFD_RESYNC: Duration = Duration::from_secs(120);
 /// (pidfd mode cannot see those).
 const FRESH: Duration = Duration::from_secs(600);
 
+/// Pidfd mode: whether the next read lists `/proc`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Listing {
+    /// The periodic scan does; those between take the new pids counted.
+    #[default]
+    AsDue,
+    /// Pids were created faster than they could be counted (or the counter
+    /// wrapped): it does.
+    Wanted,
+    /// Nothing was created or reaped since the last listing (see
+    /// `births::Census`): it need not.
+    Unneeded,
+}
+
 pub struct Schedule {
     /// The last judged snapshot, what the next read builds on, and what the
     /// kernel reported changed since (event mode).
@@ -34,9 +48,8 @@ pub struct Schedule {
     need_full: bool,
     /// A reap happened, or a user asked: the next read is a full one.
     want_full: bool,
-    /// Pidfd mode: pids were created faster than they could be counted
-    /// (or the counter wrapped): the next read lists `/proc`.
-    want_listing: bool,
+    /// Pidfd mode: whether the next read lists `/proc`.
+    listing: Listing,
     last_full: Instant,
     last_fresh: Instant,
     /// When the last scan started. The periodic scan is due `interval` after
@@ -61,7 +74,7 @@ impl Schedule {
             changed: HashSet::new(),
             need_full: true,
             want_full: false,
-            want_listing: false,
+            listing: Listing::AsDue,
             last_full: now,
             last_fresh: now,
             last_scan: now,
@@ -151,7 +164,7 @@ impl Schedule {
 
     /// Pidfd mode: the new pids are not all known; the next read lists `/proc`.
     pub fn want_listing(&mut self) {
-        self.want_listing = true;
+        self.listing = Listing::Wanted;
     }
 
     /// A cycle judged `snapshot`: the next read builds on it; a young tree's deadline
@@ -176,13 +189,24 @@ impl Schedule {
     /// snapshot until the next listing (at most `interval`), which can only
     /// keep a tree (an owner, a host seen alive), and never one to reap:
     /// the re-check reads every member and the chain above afresh.
+    /// A scan with nothing created or reaped since the last listing
+    /// ([`Schedule::table_unchanged`]) needs none either.
     /// Full reads still come every `RESYNC` / `PIDFD_RESYNC`,
     /// and fresh ones every `FRESH` and whenever events were lost. Such a
     /// read keeps the details of the processes it takes over unless the last
     /// one that dropped them is `interval` old: the periodic scan reads every
     /// detail afresh, the scans that exits and execs bring in between read
     /// them for what they read again.
+    /// Pidfd mode: the table is as the last listing found it (see
+    /// `births::Census`): the next read needs no listing of its own.
+    pub fn table_unchanged(&mut self) {
+        if self.listing != Listing::Wanted {
+            self.listing = Listing::Unneeded;
+        }
+    }
+
     pub fn next_read(&mut self, events: bool, exited: HashSet<Pid>, interval: Duration) -> Read {
+        let listing = std::mem::take(&mut self.listing);
         let prev = self.last.take();
         self.kids = std::cell::OnceCell::new();
         let changed = std::mem::take(&mut self.changed);
@@ -203,12 +227,11 @@ impl Schedule {
                 }
                 if events {
                     Read::Delta { prev, changed, details }
-                } else if details && !std::mem::take(&mut self.want_listing) {
+                } else if (details && listing != Listing::Wanted) || listing == Listing::Unneeded {
                     let mut changed = changed;
                     changed.extend(exited);
                     Read::Delta { prev, changed, details }
                 } else {
-                    self.want_listing = false;
                     Read::NewPids { prev, changed, exited, details }
                 }
             }
@@ -218,6 +241,11 @@ impl Schedule {
             }
         }
     }
+}
+
+/// Whether `read` lists `/proc` (every read but a [`Read::Delta`]).
+pub fn lists(read: &Read) -> bool {
+    !matches!(read, Read::Delta { .. })
 }
 
 #[cfg(test)]
@@ -257,5 +285,32 @@ mod tests {
         s.judged(Snapshot::default(), &[]);
         s.last_details -= interval;
         assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { details: false, .. }));
+    }
+
+    #[test]
+    fn a_periodic_pidfd_scan_lists_proc_only_if_the_table_changed_since_the_last_listing() {
+        let interval = Duration::from_secs(30);
+        let mut s = started();
+        s.last_details -= interval;
+        s.table_unchanged();
+        match s.next_read(false, HashSet::new(), interval) {
+            read @ Read::Delta { details: false, .. } => assert!(!lists(&read)),
+            other => panic!("nothing was born or reaped: no listing, got {}", other.kind()),
+        }
+        // Said for one read only.
+        s.judged(Snapshot::default(), &[]);
+        s.last_details -= interval;
+        let read = s.next_read(false, HashSet::new(), interval);
+        assert!(matches!(read, Read::NewPids { details: false, .. }) && lists(&read));
+        // Pids too fast to count list /proc, whatever the census said.
+        s.judged(Snapshot::default(), &[]);
+        s.last_details -= interval;
+        s.want_listing();
+        s.table_unchanged();
+        assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { .. }));
+        // Event mode is unchanged by it.
+        s.judged(Snapshot::default(), &[]);
+        s.table_unchanged();
+        assert!(matches!(s.next_read(true, HashSet::new(), interval), Read::Delta { .. }));
     }
 }
