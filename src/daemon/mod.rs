@@ -9,6 +9,7 @@ mod exits;
 pub mod generations;
 pub(crate) mod http;
 pub mod notify;
+mod one_cycle;
 mod pressure;
 mod reload;
 mod resident;

@@ -19,7 +19,8 @@
 //! memory` measures it.
 //!
 //! The rooms: [`process`] holds what a scan produces (the types), `procfs`
-//! reads one process, `details` the second tier and cgroups, `incremental`
+//! reads one process, `details` the second tier and cgroups (`high_fds` its
+//! fds above 2, where a moved transport would be), `incremental`
 //! the whole-table reads and the rules for building on the last snapshot,
 //! `recheck` the read of the trees to reap, right before a reap.
 
@@ -28,6 +29,7 @@ mod comm;
 mod details;
 pub mod events;
 mod events_filter;
+mod high_fds;
 mod incremental;
 mod link;
 mod listen;
