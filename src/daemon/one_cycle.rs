@@ -115,7 +115,7 @@ impl Daemon {
         self.schedule.judged(a.snapshot, &a.judgements);
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
-        super::resident::after_cycle();
+        self.resident.after_cycle();
         self.publish();
         events
     }

@@ -18,7 +18,6 @@
 //! memory the kernel can reclaim under pressure.
 
 use std::ops::Range;
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// At most one drop per this long: an idle daemon (a cycle per
@@ -26,17 +25,25 @@ use std::time::{Duration, Instant};
 /// churn (cycles soon after each exec or exit) no more than every 5 s.
 const EVERY: Duration = Duration::from_secs(5);
 
-/// After a cycle: drops the binary's read-only pages from the page tables,
-/// when the last drop is [`EVERY`] old (or there was none).
-pub(super) fn after_cycle() {
-    static RANGES: OnceLock<Vec<Range<usize>>> = OnceLock::new();
-    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if last.is_some_and(|t| t.elapsed() < EVERY) {
-        return;
+/// What was dropped and when, kept by the loop from cycle to cycle.
+#[derive(Default)]
+pub(super) struct Resident {
+    /// Found at the first drop, not at start-up: the libraries the first
+    /// cycle loaded (glibc's NSS modules, say) are then among them.
+    ranges: Option<Vec<Range<usize>>>,
+    last: Option<Instant>,
+}
+
+impl Resident {
+    /// After a cycle: drops the binary's read-only pages from the page
+    /// tables, when the last drop is [`EVERY`] old (or there was none).
+    pub(super) fn after_cycle(&mut self) {
+        if self.last.is_some_and(|t| t.elapsed() < EVERY) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let ranges = self.ranges.get_or_insert_with(crate::sys::own_read_only_pages);
+        let bytes = crate::sys::drop_own_read_only_pages(ranges);
+        tracing::trace!("{bytes} bytes of the binary's read-only pages left the page tables");
     }
-    *last = Some(Instant::now());
-    let ranges = RANGES.get_or_init(crate::sys::own_read_only_pages);
-    let bytes = crate::sys::drop_own_read_only_pages(ranges);
-    tracing::trace!("{bytes} bytes of the binary's read-only pages left the page tables");
 }

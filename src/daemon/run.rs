@@ -72,6 +72,8 @@ pub(super) struct Daemon {
     pub(super) exits: ExitWatch,
     /// New processes in pidfd mode.
     pub(super) births: Births,
+    /// The binary's pages left the page tables after a cycle (issue 37).
+    pub(super) resident: super::resident::Resident,
     /// Memory pressure: read every cycle, a PSI trigger where allowed.
     pub(super) pressure: PressureWatch,
     /// Desktop notifications of reaps (`[notify] desktop`).

@@ -27,6 +27,9 @@ use crate::scan::ProcFs;
 use crate::scan::events::Connector;
 use crate::{exit, state, sys};
 
+/// How long an idle blocking thread (the cycles') waits for more work.
+const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The daemon on a current-thread runtime (a `LocalSet`: the loop's state
 /// is shared with the control socket through `Rc`).
 pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
@@ -34,7 +37,16 @@ pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
     // Before the runtime's threads: the passed fds and LISTEN_* are taken
     // while this is the process's only thread.
     let passed = super::http::take_passed();
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // The cycle's blocking thread outlives the gap between two periodic
+    // scans: one that exits after tokio's default 10 s is born again at
+    // the next, a new pid each time, and a pidfd-mode scan lists /proc
+    // whenever any task was born or reaped since its last listing
+    // (`births::Census`). Kept, it holds the stack pages a cycle touched.
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the runtime: {e}");
@@ -111,6 +123,7 @@ async fn start(args: Args, cfg: Config, passed: super::http::Taken) -> std::proc
         schedule: Schedule::new(),
         exits: ExitWatch::new(connector),
         births,
+        resident: super::resident::Resident::default(),
         endings: super::endings::Endings::default(),
         generations: super::generations::Generations::default(),
         swept: None,
