@@ -20,14 +20,20 @@ pub(super) fn hold_unsettled(snap: &Snapshot, j: &mut Judgement) {
         return;
     }
     let Some(&(m, _)) = j.members.iter().find(|&&(m, _)| !snap.procs[m].identity_settled()) else { return };
-    j.verdict = Verdict::Young;
-    j.reap = false;
-    j.grace_left = Some(SETTLE);
-    j.reason = format!(
-        "{}; member {} started less than a clock tick before the scan, so it is confirmed on the next one",
-        j.reason,
+    let why = format!(
+        "member {} started less than a clock tick before the scan, so it is confirmed on the next one",
         name(&snap.procs[m])
     );
+    hold(j, SETTLE, &why);
+}
+
+/// A tree that would be reaped waits `left` more (Young); `why` is added
+/// to its reason.
+fn hold(j: &mut Judgement, left: Duration, why: &str) {
+    j.verdict = Verdict::Young;
+    j.reap = false;
+    j.grace_left = Some(left);
+    let _ = write!(j.reason, "; {why}");
 }
 
 pub(super) fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) {
@@ -60,16 +66,13 @@ pub(super) fn apply_grace(snap: &Snapshot, j: &mut Judgement, inp: &Inputs<'_>) 
             j.reason = format!("{}; {why}: grace skipped ({}s of {}s left)", j.reason, secs_up(left), grace.as_secs());
             return;
         }
-        j.verdict = Verdict::Young;
-        j.reap = false;
-        j.grace_left = Some(left);
-        j.reason = format!(
-            "{}; first seen {}s ago, reaped after the {}s grace ({}s left)",
-            j.reason,
+        let why = format!(
+            "first seen {}s ago, reaped after the {}s grace ({}s left)",
             seen_for.as_secs(),
             grace.as_secs(),
             secs_up(left)
         );
+        hold(j, left, &why);
     } else if j.verdict == Verdict::Abandoned {
         let _ = write!(j.reason, "; first seen {}s ago", seen_for.as_secs());
     }
