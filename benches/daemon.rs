@@ -16,9 +16,11 @@
 //! and idle RSS ≤ 4 MiB, with 5,000 extra processes over 60 s; `RssAnon` ≤
 //! 1 MiB and flat (at the end no more than 10 % over the start) with 1,000
 //! over 2 minutes (`MCP_REAPER_BENCH_ANON_SECS`), as the issue measured
-//! it: the same daemon, before the rest are started; the binary ≤ 4 MB; the reaction latencies no
-//! worse than the issue's baselines (event mode 10.6 ms, pidfd mode with the
-//! host watched 50.9 ms), with 10 % for a machine's noise.
+//! it: the same daemon, before the rest are started; the binary ≤ 4 MB;
+//! the reaction latencies no worse than the issue's baselines (event mode
+//! 10.6 ms, pidfd mode with the host watched 50.9 ms, a newborn host 10.6
+//! ms), with 10 % for a machine's noise. Idle CPU is the whole process's
+//! (every thread, to the nanosecond: [`cpu_secs`]).
 //!
 //! Safety: the latency runs use `--scope` on this bench process, which makes
 //! itself a child subreaper, so the daemon can only ever see what the bench
@@ -269,6 +271,10 @@ fn main() {
     }
     let m = median(pidfd.clone());
     goal(&format!("pidfd mode, host watched, median {m:.1} ms (baseline 50.9)"), m <= 50.9 * 1.1, &mut missed);
+    // The issue's "newborn host": born after the last scan, killed 400 ms
+    // later; seen by the births looks (pidfd mode) in time to be watched.
+    let m = median(poll.clone());
+    goal(&format!("newborn host (polling bound) median {m:.1} ms (baseline 10.6)"), m <= 10.6 * 1.1, &mut missed);
     let bin = daemon_binary();
     let size = std::fs::metadata(&bin).map_or(0, |m| m.len());
     println!("\nidle footprint (dry-run, default config, interval 10 s)");
