@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::ScanError;
-use super::process::{Process, Snapshot};
+use super::process::{Details, Process, Snapshot};
 use super::procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINES_TOTAL, ProcFs};
 use crate::ids::Pid;
 
@@ -69,11 +69,28 @@ pub(super) fn take_over_details(p: &mut Process) {
     let start = p.id.start_time.0;
     match p.details.as_mut() {
         Some(d) if d.read_tick.max(p.checked_tick).saturating_sub(start) >= tck * DETAILS_SETTLED_SECS => {
-            d.stdin = None;
-            d.listening = None;
+            forget_answers(d);
         }
         _ => p.details = None,
     }
+}
+
+/// Details taken over moments after they were read, by the same cycle:
+/// all but the answers [`take_over_details`] drops, however young the
+/// process. Settling is a matter of seconds; a young process's details
+/// read milliseconds ago are fresher than a settled one's that were
+/// taken over, which may be an interval old (issue 37: under churn the
+/// re-check before a reap read every young server's details twice).
+pub(super) fn take_over_fresh_details(p: &mut Process) {
+    if let Some(d) = p.details.as_mut() {
+        forget_answers(d);
+    }
+}
+
+/// Who can still write to the stdin, and whether it listens: asked afresh.
+fn forget_answers(d: &mut Details) {
+    d.stdin = None;
+    d.listening = None;
 }
 
 /// What a full read may take over from the previous snapshot.

@@ -10,7 +10,8 @@
 //! adopter, scope, the host's terminal and session). Their details are
 //! dropped, so the judgement reads them again. Every other process is taken
 //! over from the judged read, which the same cycle made moments before,
-//! with its details but not its stdin answer ([`take_over_details`]): it
+//! with its details (a young process's too: they are milliseconds old) but
+//! not its stdin answer ([`take_over_fresh_details`]): it
 //! weighs in no order, since only trees that the first judgement wanted and
 //! the fresh one still reaps are ordered ([`crate::cycle::plan_from`]), and
 //! whether anyone can still write to a stdin is asked of the kernel afresh
@@ -23,7 +24,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::incremental::{Interner, kept_short, take_over_details};
+use super::incremental::{Interner, kept_short, take_over_fresh_details};
 use super::process::{Process, Snapshot};
 use super::procfs::ProcFs;
 use crate::ids::Pid;
@@ -94,7 +95,7 @@ impl ProcFs {
             .into_iter()
             .filter(|p| !fresh.contains_key(&p.pid()))
             .map(|mut p| {
-                take_over_details(&mut p);
+                take_over_fresh_details(&mut p);
                 p
             })
             .collect();
@@ -156,6 +157,14 @@ mod tests {
             ..Default::default()
         };
         judged_marked.get_mut(f).expect("read").details = Some(Box::new(stale));
+        // The bystander is young (started within the second): its details,
+        // read by the same cycle, are kept all the same; not its stdin answer.
+        let answered = crate::scan::process::Details {
+            stdin: Some(crate::scan::process::StdinEnd::Open(crate::scan::process::Holder::Expected)),
+            read_tick: procfs.now_tick(),
+            ..Default::default()
+        };
+        judged_marked.get_mut(b).expect("read").details = Some(Box::new(answered));
         // The forker forks; the quitter exits.
         writeln!(forker.stdin.as_mut().unwrap()).unwrap();
         drop(quitter.stdin.take());
@@ -169,6 +178,8 @@ mod tests {
         assert!(fresh.get(f).expect("member").details.is_none(), "a member's details are read again");
         assert!(fresh.get(q).is_none(), "the member that exited is gone");
         assert_eq!(fresh.get(b).expect("bystander").comm, "as-judged", "the rest is taken over");
+        let kept = fresh.get(b).and_then(|p| p.details.as_deref()).expect("a young bystander's details are kept");
+        assert_eq!(kept.stdin, None, "who can still write to its stdin is asked afresh");
         assert_ne!(fresh.get(me).expect("the chain above").comm, "as-judged", "the chain above is read again");
 
         // The forker's sleep first, while it is still our child's child.
