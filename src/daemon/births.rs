@@ -28,7 +28,7 @@ use std::time::Duration;
 use super::exits::Seen;
 use super::ticker::Ticker;
 use crate::ids::{Identity, Pid, StartTime};
-use crate::scan::{ProcFs, Process};
+use crate::scan::{ProcFs, Process, Unopened};
 
 /// How often to look: a host born and dead within one interval is still
 /// seen within two of these (a pid is looked at one look after it was
@@ -117,8 +117,14 @@ impl Births {
     /// What a new pid is. A fork that did not exec is its parent's copy:
     /// one `stat` read, the role its parent has. Anything else is read whole
     /// (through the directory its `stat` was read from) and judged by `seen`.
-    pub(crate) fn look(&mut self, procfs: &ProcFs, pid: Pid, seen: impl Fn(&Process) -> Seen) -> Option<Seen> {
-        let o = procfs.open_process(pid)?;
+    /// [`Unopened::Gone`] only when the kernel said there is no such process.
+    pub(crate) fn look(
+        &mut self,
+        procfs: &ProcFs,
+        pid: Pid,
+        seen: impl Fn(&Process) -> Seen,
+    ) -> Result<Seen, Unopened> {
+        let o = procfs.open_process_or_why(pid)?;
         let stack = o.start_stack.filter(|&s| s != 0 && self.randomized);
         if let (Some(stack), Some(ppid)) = (stack, Pid::new(o.stat.ppid))
             && let Some(parent) = self.parent(procfs, ppid, &seen)
@@ -127,9 +133,9 @@ impl Births {
             && parent.seen.id.start_time.0 <= o.stat.start_time
         {
             let id = Identity { pid, start_time: StartTime(o.stat.start_time) };
-            return Some(Seen { id, role: parent.seen.role, ppid: Some(ppid) });
+            return Ok(Seen { id, role: parent.seen.role, ppid: Some(ppid) });
         }
-        procfs.read_opened(o).map(|p| seen(&p))
+        procfs.read_opened(o).map(|p| seen(&p)).ok_or(Unopened::Failed)
     }
 
     /// A parent of new processes, read (whole, once) when first met.
@@ -235,6 +241,32 @@ mod tests {
         births.ripe(pids(&[103]));
         births.read_by_scan();
         assert!(births.ripe(Vec::new()).is_empty(), "a scan read them");
+    }
+
+    #[test]
+    fn only_a_free_pid_or_a_threads_id_is_gone() {
+        let procfs = ProcFs::new("/proc");
+        let me = Pid::new(std::process::id().cast_signed()).unwrap();
+        assert!(procfs.open_process_or_why(me).is_ok());
+        let mut child = Command::new("true").spawn().expect("true");
+        let pid = Pid::new(child.id().cast_signed()).unwrap();
+        child.wait().expect("reaped");
+        // Reaped: its pid is free until the counter comes round again.
+        assert_eq!(procfs.open_process_or_why(pid).err(), Some(Unopened::Gone));
+        // `/proc/TID` answers for a thread, which is no process.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            // `/proc/thread-self` reads `PID/task/TID`.
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            let tid: i32 = link.to_str().and_then(|l| l.rsplit('/').next()).and_then(|t| t.parse().ok()).unwrap();
+            tx.send(tid).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = Pid::new(rx.recv().unwrap()).unwrap();
+        assert_eq!(procfs.open_process_or_why(tid).err(), Some(Unopened::Gone));
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::exits::Seen;
 use super::run::{Daemon, Step};
 use crate::config::{Config, Role};
 use crate::ids::Pid;
-use crate::scan::{ProcFs, Process};
+use crate::scan::{ProcFs, Process, Unopened};
 
 impl Daemon {
     /// Pidfd mode: a host or server counted at the last look (see
@@ -33,7 +33,15 @@ impl Daemon {
         let look = |pid| look_at(&self.procfs, cfg, pid);
         let mut wanted = false;
         for pid in pids {
-            let Some(seen) = self.births.look(&self.procfs, pid, seen) else { continue };
+            let seen = match self.births.look(&self.procfs, pid, seen) {
+                Ok(seen) => seen,
+                // The next read need not find that out again.
+                Err(Unopened::Gone) => {
+                    self.schedule.gone_unread(pid);
+                    continue;
+                }
+                Err(Unopened::Failed) => continue,
+            };
             if matches!(seen.role, Role::Host | Role::Server) {
                 // Every one is looked at (the counters), none read twice.
                 wanted |= !self.exits.covered(seen, false, scope, look);

@@ -152,6 +152,18 @@ impl Schedule {
         self.changed.insert(pid);
     }
 
+    /// Pidfd mode: a pid counted since the last scan was gone when looked
+    /// at: the next read need not open it (under churn most pids are, ~250
+    /// a second, each a failed lookup a second time; issue 37). Only a pid
+    /// the last snapshot lacks: one it holds must be read to leave it. Gone
+    /// stays gone until the pid counter wraps, which makes the next read a
+    /// listing (see `births`), and a listing reads every new pid anyway.
+    pub fn gone_unread(&mut self, pid: Pid) {
+        if self.last.as_ref().is_some_and(|s| s.get(pid).is_none()) {
+            self.changed.remove(&pid);
+        }
+    }
+
     /// The next read takes nothing over (events lost, a failed cycle).
     pub fn need_full(&mut self) {
         self.need_full = true;
@@ -285,6 +297,24 @@ mod tests {
         s.judged(Snapshot::default(), &[]);
         s.last_details -= interval;
         assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { details: false, .. }));
+    }
+
+    #[test]
+    fn a_new_pid_found_gone_is_not_read_unless_the_last_snapshot_holds_it() {
+        let interval = Duration::from_secs(30);
+        let mut s = Schedule::new();
+        s.need_full = false;
+        let held = crate::scan::Process::synthetic(600, 1, 1000, "sh");
+        s.judged(Snapshot::from_processes(vec![held], crate::scan::process::Context::default()), &[]);
+        for p in [600, 601, 602] {
+            s.changed(pid(p));
+        }
+        s.gone_unread(pid(600)); // in the snapshot: read, so that it leaves it
+        s.gone_unread(pid(601));
+        match s.next_read(false, HashSet::new(), interval) {
+            Read::Delta { changed, .. } => assert_eq!(changed, HashSet::from([pid(600), pid(602)])),
+            other => panic!("expected a read of what changed, got {}", other.kind()),
+        }
     }
 
     #[test]

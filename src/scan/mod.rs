@@ -57,7 +57,7 @@ pub use process::{
     CgroupContainer, Context, Details, FdKind, FdTarget, HighLink, Holder, Listening, ProcState, Process, Snapshot,
     StdinEnd, Transport, Unit, boot_tick,
 };
-pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, Opened, ProcFs};
+pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, Opened, ProcFs, Unopened};
 pub use runtime::PodName;
 
 /// Errors that stop a scan as a whole (a single vanished process never does).

@@ -87,6 +87,15 @@ pub(super) enum ReadFail {
     Denied,
 }
 
+/// Why [`ProcFs::open_process_or_why`] opened nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unopened {
+    /// No such process: its pid is free, or a thread's.
+    Gone,
+    /// The open or the read failed otherwise: it may be there.
+    Failed,
+}
+
 /// A process opened by [`ProcFs::open_process`]: its directory and `stat`.
 pub struct Opened {
     dir: OwnedFd,
@@ -268,11 +277,32 @@ impl ProcFs {
     /// (`daemon/births.rs`). The rest, when wanted ([`ProcFs::read_opened`]),
     /// is read through the same directory, so of the same process.
     pub fn open_process(&self, pid: Pid) -> Option<Opened> {
-        let dir = self.open_pid_dir(pid)?;
+        self.open_process_or_why(pid).ok()
+    }
+
+    /// [`ProcFs::open_process`], saying why nothing was opened: the kernel
+    /// said there is no such process ([`Unopened::Gone`]), or the open or
+    /// read failed otherwise (out of fds or memory: it may be there).
+    pub fn open_process_or_why(&self, pid: Pid) -> Result<Opened, Unopened> {
+        let missing = |e: rustix::io::Errno| {
+            if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::SRCH {
+                Unopened::Gone
+            } else {
+                Unopened::Failed
+            }
+        };
+        let path = self.root.join(pid.to_string());
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let dir = rustix::fs::open(&path, flags, Mode::empty()).map_err(missing)?;
+        let fd = rustix::fs::openat(dir.as_fd(), "stat", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(missing)?;
         let mut buf = Vec::with_capacity(1024);
-        let stat = stat_at(&dir, &mut buf)?;
+        let stat = stat_of(&fd, &mut buf).ok_or(Unopened::Failed)?;
+        if parse::stat_is_thread(&buf) {
+            return Err(Unopened::Gone); // a thread's id: no process of its own
+        }
         let start_stack = parse::stat_start_stack(&buf);
-        Some(Opened { dir, pid, stat, start_stack })
+        Ok(Opened { dir, pid, stat, start_stack })
     }
 
     /// The process [`ProcFs::open_process`] opened, read whole the way a scan reads it.
