@@ -42,17 +42,15 @@ pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
     // the next, a new pid each time, and a pidfd-mode scan lists /proc
     // whenever any task was born or reaped since its last listing
     // (`births::Census`). Kept, it holds the stack pages a cycle touched.
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!("cannot start the runtime: {e}");
-            return std::process::ExitCode::from(exit::SOFTWARE);
-        }
-    };
+    let rt =
+        match tokio::runtime::Builder::new_current_thread().enable_all().thread_keep_alive(BLOCKING_KEEP_ALIVE).build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::error!("cannot start the runtime: {e}");
+                return std::process::ExitCode::from(exit::SOFTWARE);
+            }
+        };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move { start(args, cfg, passed).await })
 }
