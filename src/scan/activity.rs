@@ -8,7 +8,8 @@
 use rustix::fs::{FileType, Mode, OFlags};
 
 use super::parse::{self, Rollup};
-use super::procfs::{ProcFs, read_at, read_at_most};
+use super::pid_dir::{read_at, read_at_most};
+use super::procfs::ProcFs;
 use crate::ids::Identity;
 
 /// `stat` and `io` are a few hundred bytes.

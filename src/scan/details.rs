@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 
 use super::parse;
+use super::pid_dir::{ReadFail, read_at, readlink_at};
 use super::process::{Details, FdTarget, Snapshot, Unit};
-use super::procfs::{ProcFs, ReadFail, parse_ns_inode, read_at, readlink_at};
+use super::procfs::{ProcFs, parse_ns_inode};
 use crate::ids::{Identity, Pid, Uid};
 
 impl ProcFs {

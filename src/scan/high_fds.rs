@@ -4,8 +4,9 @@
 //! Part of the second tier ([`super::details`]), in a room of its own: the
 //! only part that reads other processes' fd tables.
 
+use super::pid_dir::{read_at, readlink_at};
 use super::process::{Details, FdKind, FdTarget, HighLink};
-use super::procfs::{ProcFs, read_at, readlink_at};
+use super::procfs::ProcFs;
 use crate::ids::Pid;
 
 /// At most this many fds above 2 are looked at: an SDK makes its

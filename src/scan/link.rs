@@ -40,8 +40,9 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags};
 use rustix::fs::{FileType, Mode, OFlags};
 
+use super::pid_dir::{read_at, readlink_at};
 use super::process::{Holder, Snapshot, StdinEnd};
-use super::procfs::{ProcFs, read_at, readlink_at};
+use super::procfs::ProcFs;
 use super::sockdiag;
 use super::sockpoll::{self, Peer};
 use crate::ids::{Identity, Pid};

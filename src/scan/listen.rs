@@ -18,8 +18,9 @@ use std::os::fd::OwnedFd;
 
 use rustix::fs::{Mode, OFlags};
 
+use super::pid_dir::{read_at_most, readlink_at};
 use super::process::Listening;
-use super::procfs::{ProcFs, read_at_most, readlink_at};
+use super::procfs::ProcFs;
 use super::tcp_table;
 use crate::ids::Identity;
 

@@ -19,10 +19,12 @@
 //! memory` measures it.
 //!
 //! The rooms: [`process`] holds what a scan produces (the types), `procfs`
-//! reads one process, `details` the second tier and cgroups (`high_fds` its
-//! fds above 2, where a moved transport would be), `incremental`
-//! the whole-table reads and the rules for building on the last snapshot,
-//! `recheck` the read of the trees to reap, right before a reap.
+//! is a `/proc` and its whole-system files, `pid_dir` reads one process
+//! through its directory fd, `details` the second tier and cgroups
+//! (`high_fds` its fds above 2, where a moved transport would be),
+//! `incremental` the whole-table reads and the rules for building on the
+//! last snapshot, `recheck` the read of the trees to reap, right before a
+//! reap.
 
 mod activity;
 mod comm;
@@ -35,6 +37,7 @@ mod link;
 mod listen;
 mod netlink;
 pub mod parse;
+mod pid_dir;
 pub mod pressure;
 pub mod process;
 mod procfs;
@@ -52,12 +55,13 @@ pub use comm::Comm;
 pub use incremental::{Read, Reuse};
 pub use link::Question;
 pub use parse::{MemInfo, Rollup};
+pub use pid_dir::{Opened, Unopened};
 pub use pressure::Pressure;
 pub use process::{
     CgroupContainer, Context, Details, FdKind, FdTarget, HighLink, Holder, Listening, ProcState, Process, Snapshot,
     StdinEnd, Transport, Unit, boot_tick,
 };
-pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, Opened, ProcFs, Unopened};
+pub use procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINE_WHOLE, CMDLINES_TOTAL, ProcFs};
 pub use runtime::PodName;
 
 /// Errors that stop a scan as a whole (a single vanished process never does).
