@@ -198,6 +198,16 @@ pub fn parse_meminfo(buf: &[u8]) -> MemInfo {
     m
 }
 
+/// `/proc/loadavg` (`0.97 0.94 1.00 2/345 12345`): the pid most recently
+/// allocated (fifth field) and the number of tasks (the fourth's total,
+/// after `running/`). One parser for every reader of the counter, so they
+/// cannot disagree on what a well-formed line is.
+pub(crate) fn parse_loadavg(text: &str) -> Option<(i32, u32)> {
+    let mut f = text.split_whitespace().skip(3);
+    let tasks = f.next()?.split_once('/')?.1.parse().ok()?;
+    Some((f.next()?.parse().ok()?, tasks))
+}
+
 /// NUL-separated argv → one line, args joined by single spaces, lossily decoded.
 /// A process that rewrote its argv (node, npm set the title) may leave no NULs
 /// between words, or trailing NULs: both come out as expected.
@@ -319,5 +329,15 @@ mod tests {
         assert_eq!(join_cmdline(b"node title rewritten\0\0\0"), "node title rewritten");
         assert_eq!(join_cmdline(b"py\0\xffbad\0"), "py \u{fffd}bad");
         assert_eq!(join_cmdline(b""), "");
+    }
+
+    #[test]
+    fn loadavg_gives_the_last_pid_and_the_tasks() {
+        assert_eq!(parse_loadavg("0.97 0.94 1.00 2/345 12345\n"), Some((12345, 345)));
+        // Too short, no `running/total`, a total or a pid that is no number.
+        let bad = ["", "0.97 0.94 1.00 2/345", "0.97 0.94 1.00 345 12345", "0 0 0 2/x 12345", "0 0 0 1/2 pid"];
+        for text in bad {
+            assert_eq!(parse_loadavg(text), None, "{text:?}");
+        }
     }
 }

@@ -169,7 +169,7 @@ impl ProcFs {
     /// and which pids to read, without listing `/proc`.
     pub fn last_pid(&self) -> Option<i32> {
         let text = std::fs::read_to_string(self.root().join("loadavg")).ok()?;
-        text.split_whitespace().nth(4)?.parse().ok()
+        parse::parse_loadavg(&text).map(|(last, _)| last)
     }
 
     pub fn meminfo(&self) -> Option<MemInfo> {
