@@ -46,6 +46,8 @@ pub mod runtime;
 pub mod sockdiag;
 mod sockpoll;
 pub mod tcp_table;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use std::io;
 use std::path::PathBuf;

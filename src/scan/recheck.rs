@@ -206,23 +206,13 @@ mod thread_tests {
     #[test]
     fn a_thread_read_by_its_id_is_no_process() {
         let procfs = ProcFs::new("/proc");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
-            // `/proc/thread-self` reads `PID/task/TID`.
-            let link = std::fs::read_link("/proc/thread-self").unwrap();
-            let tid: i32 = link.to_str().and_then(|l| l.rsplit('/').next()).and_then(|t| t.parse().ok()).unwrap();
-            tx.send(tid).unwrap();
-            let _ = done_rx.recv();
+        crate::scan::test_support::with_parked_thread(|tid| {
+            let me = Pid::new(std::process::id().cast_signed()).unwrap();
+            assert_ne!(tid, me);
+            assert!(std::fs::read(format!("/proc/{tid}/stat")).is_ok(), "/proc/TID answers");
+            assert!(procfs.process(tid).is_none(), "a thread read by its id is no process");
+            assert!(procfs.stat(tid).is_none());
+            assert!(procfs.process(me).is_some() && procfs.stat(me).is_some(), "the group's leader is one");
         });
-        let tid = Pid::new(rx.recv().unwrap()).unwrap();
-        let me = Pid::new(std::process::id().cast_signed()).unwrap();
-        assert_ne!(tid, me);
-        assert!(std::fs::read(format!("/proc/{tid}/stat")).is_ok(), "/proc/TID answers");
-        assert!(procfs.process(tid).is_none(), "a thread read by its id is no process");
-        assert!(procfs.stat(tid).is_none());
-        assert!(procfs.process(me).is_some() && procfs.stat(me).is_some(), "the group's leader is one");
-        done_tx.send(()).unwrap();
-        t.join().unwrap();
     }
 }
