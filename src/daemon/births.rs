@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::exits::Seen;
-use super::ticker::Ticker;
+use super::lookout::Lookout;
 use crate::ids::{Identity, Pid, StartTime};
 use crate::scan::{ProcFs, Process, Unopened};
 
@@ -61,7 +61,7 @@ struct Parent {
 
 pub(crate) struct Births {
     last: Option<i32>,
-    timer: Ticker,
+    lookout: Lookout,
     /// Whether exec randomizes the stack here (a fork can be told apart).
     randomized: bool,
     parents: HashMap<Pid, Parent>,
@@ -99,19 +99,25 @@ pub(crate) struct Census {
 impl Census {
     /// `0.97 0.94 1.00 2/345 12345`: the fourth field's total, the fifth.
     fn parse(text: &str) -> Option<Census> {
-        let mut f = text.split_whitespace().skip(3);
-        let tasks = f.next()?.split_once('/')?.1.parse().ok()?;
-        Some(Census { last: f.next()?.parse().ok()?, tasks })
+        crate::scan::parse::parse_loadavg(text).map(|(last, tasks)| Census { last, tasks })
     }
 }
 
 impl Births {
     pub(crate) fn new(procfs: &ProcFs) -> Births {
-        let timer = Ticker::every(EVERY);
+        let lookout = Lookout::new(EVERY, &procfs.root().join("loadavg"));
         let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
         let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
         let loadavg = std::fs::File::open(procfs.root().join("loadavg")).ok();
-        Births { last: None, timer, randomized, parents: HashMap::new(), waiting: Vec::new(), loadavg, listed_at: None }
+        Births {
+            last: None,
+            lookout,
+            randomized,
+            parents: HashMap::new(),
+            waiting: Vec::new(),
+            loadavg,
+            listed_at: None,
+        }
     }
 
     /// What a new pid is. A fork that did not exec is its parent's copy:
@@ -164,11 +170,12 @@ impl Births {
         self.waiting.clear();
     }
 
-    /// Resolves at the next look; never while `active` is false (event mode
-    /// hears of every exec from the kernel).
+    /// Resolves at the next look that may find something: the counter
+    /// moved, or pids counted are waiting ([`super::lookout`]); never while
+    /// `active` is false (event mode hears of every exec from the kernel).
     pub(crate) async fn ready(&mut self, active: bool) {
         if active {
-            self.timer.tick().await;
+            self.lookout.moved().await;
         } else {
             std::future::pending::<()>().await;
         }
@@ -254,19 +261,9 @@ mod tests {
         // Reaped: its pid is free until the counter comes round again.
         assert_eq!(procfs.open_process_or_why(pid).err(), Some(Unopened::Gone));
         // `/proc/TID` answers for a thread, which is no process.
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
-            // `/proc/thread-self` reads `PID/task/TID`.
-            let link = std::fs::read_link("/proc/thread-self").unwrap();
-            let tid: i32 = link.to_str().and_then(|l| l.rsplit('/').next()).and_then(|t| t.parse().ok()).unwrap();
-            tx.send(tid).unwrap();
-            let _ = done_rx.recv();
+        crate::scan::test_support::with_parked_thread(|tid| {
+            assert_eq!(procfs.open_process_or_why(tid).err(), Some(Unopened::Gone));
         });
-        let tid = Pid::new(rx.recv().unwrap()).unwrap();
-        assert_eq!(procfs.open_process_or_why(tid).err(), Some(Unopened::Gone));
-        done_tx.send(()).unwrap();
-        t.join().unwrap();
     }
 
     #[test]

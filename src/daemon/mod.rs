@@ -8,6 +8,7 @@ mod endings;
 mod exits;
 pub mod generations;
 pub(crate) mod http;
+mod lookout;
 pub mod notify;
 mod one_cycle;
 mod pressure;
