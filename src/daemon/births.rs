@@ -1,7 +1,7 @@
-//! New processes without the proc connector (pidfd mode): five times a
-//! second, the last allocated pid of the namespace says whether anything was
-//! created since the last look, and the pids in between are the only ones
-//! read. A host or server among them is scanned soon, so its host is watched
+//! New processes without the proc connector (pidfd mode): three to five
+//! times a second ([`super::lookout`]), the last allocated pid of the
+//! namespace says whether anything was created since the last look, and the
+//! pids in between are the only ones read. A host or server among them is scanned soon, so its host is watched
 //! (or its orphans found) long before the next periodic scan.
 //!
 //! Most new processes under churn are forks that do not exec (a shell's
@@ -15,28 +15,31 @@
 //! exec of the parent's own program looks like a fork: its role is then
 //! learnt at the next scan instead, which is later, never wrong.
 //!
-//! A new pid is looked at one look after it was counted, 200 to 400 ms
-//! old: most processes born under churn (a shell's commands, a build's
-//! compilers, the forks of a worker pool) are gone by then, and a pid gone
-//! costs a failed lookup instead of a read. A host is then watched (or its
-//! orphans scanned for) at most one look later than it could be; a scan
-//! meanwhile reads every pid counted, so the waiting ones need no look.
+//! A new pid is looked at one look after it was counted: under churn 200
+//! to 400 ms old, when most processes born (a shell's commands, a build's
+//! compilers, the forks of a worker pool) are gone, and a pid gone costs a
+//! failed lookup instead of a read; after a rest, 100 ms after it was
+//! counted, within 400 ms of its birth either way. A host is then watched
+//! (or its orphans scanned for) at most one look later than it could be; a
+//! scan meanwhile reads every pid counted, so the waiting ones need no look.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use super::exits::Seen;
-use super::lookout::Lookout;
+use super::lookout::{Lookout, Pace};
 use crate::ids::{Identity, Pid, StartTime};
 use crate::scan::{ProcFs, Process, Unopened};
 
-/// How often to look: a host born and dead within one interval is still
-/// seen within two of these (a pid is looked at one look after it was
-/// counted), plus the spacing of scans. Scans are few under churn
-/// (the exits of hosts not watched yet are not heard): this bounds how late
-/// such a host's orphans are found. A look costs a read of `loadavg`; the
-/// new pids are read once whatever the period.
-const EVERY: Duration = Duration::from_millis(200);
+/// How often to look: a host is seen within 400 ms of its birth (a pid is
+/// looked at one look after it was counted), a host that lives that long is
+/// watched before it dies, and a host born and dead sooner is found by the
+/// next scan. Scans are few under churn (the exits of hosts not watched yet
+/// are not heard): this bounds how late such a host's orphans are found. A
+/// look costs a read of `loadavg` and, on a virtual machine mostly, a
+/// wake-up; the new pids are read once whatever the pace.
+const PACE: Pace =
+    Pace { busy: Duration::from_millis(200), resting: Duration::from_millis(300), follow: Duration::from_millis(100) };
 /// More new pids than this in one look (a fork storm, a wrapped counter):
 /// scan instead of reading them one by one.
 const MAX_READ: i32 = 2048;
@@ -105,7 +108,7 @@ impl Census {
 
 impl Births {
     pub(crate) fn new(procfs: &ProcFs) -> Births {
-        let lookout = Lookout::new(EVERY, &procfs.root().join("loadavg"));
+        let lookout = Lookout::new(PACE, &procfs.root().join("loadavg"));
         let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
         let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
         let loadavg = std::fs::File::open(procfs.root().join("loadavg")).ok();

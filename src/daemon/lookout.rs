@@ -1,9 +1,9 @@
 //! Pidfd mode's looks for new processes, kept off the loop: a thread of
-//! its own reads the pid counter (`loadavg`, one `pread`) every period and
-//! wakes the loop only when it moved, and once more a period later, when
-//! the pids it counted are looked at (see [`super::births`]). A look that
-//! finds nothing new is then a sleep and a read, with no wake of the
-//! loop's runtime.
+//! its own reads the pid counter (`loadavg`, one `pread`) and wakes the
+//! loop only when it moved, and once more a little later, when the pids it
+//! counted are looked at (see [`super::births`]). A look that finds
+//! nothing new is then a sleep and a read, with no wake of the loop's
+//! runtime.
 //!
 //! Why a thread (issue 37): woken by a `timerfd` five times a second, the
 //! loop spent ~80 µs a look at 5,000 processes (perf, idle pidfd mode):
@@ -11,8 +11,18 @@
 //! branches and re-arming its `Sleep`, for a read that found the counter
 //! where it was nearly every time on a machine at rest.
 //!
+//! Why two paces: on a virtual machine the wake-up is the cost, not the
+//! read (here, KVM: ~83 µs of CPU for a 200 ms sleep and a `pread`, 1.7 µs
+//! for the `pread` alone), so a machine at rest is looked at every
+//! [`Pace::resting`], and the first move brings a look [`Pace::follow`]
+//! later: a new pid is still looked at within `resting` + `follow` of its
+//! birth, as within two looks of [`Pace::busy`] before. While the counter
+//! moves (churn), looks are `busy` apart, each at the pids the one before
+//! counted, as before: most of those are gone by then, which is cheaper
+//! than reading them (see [`super::births`]).
+//!
 //! Where no thread can be started (a task limit), the [`Ticker`] wakes the
-//! loop every period as before: the same looks, dearer.
+//! loop every `busy` period as before: the same looks, dearer.
 
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -27,10 +37,21 @@ use super::ticker::Ticker;
 /// parses a number; it never allocates (no malloc arena of its own).
 const STACK: usize = 64 * 1024;
 
+/// How far apart the looks are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pace {
+    /// While the counter moves.
+    pub(crate) busy: Duration,
+    /// While it stands still.
+    pub(crate) resting: Duration,
+    /// After the first move that ends a rest: the look at what it counted.
+    pub(crate) follow: Duration,
+}
+
 pub(crate) enum Lookout {
     /// Not needed yet (event mode), or not started yet.
     Idle {
-        every: Duration,
+        pace: Pace,
         loadavg: std::path::PathBuf,
     },
     Thread(Arc<Notify>),
@@ -38,17 +59,17 @@ pub(crate) enum Lookout {
 }
 
 impl Lookout {
-    /// Looks every `every` at the counter in `loadavg`, once first asked.
-    pub(crate) fn new(every: Duration, loadavg: &Path) -> Lookout {
-        Lookout::Idle { every, loadavg: loadavg.to_path_buf() }
+    /// Looks at the counter in `loadavg` at `pace`, once first asked.
+    pub(crate) fn new(pace: Pace, loadavg: &Path) -> Lookout {
+        Lookout::Idle { pace, loadavg: loadavg.to_path_buf() }
     }
 
     /// Resolves when the counter moved since the previous look, or a look
     /// after it did. The thread starts at the first call (event mode never
     /// makes one; a fallback to pidfds does).
     pub(crate) async fn moved(&mut self) {
-        if let Lookout::Idle { every, loadavg } = self {
-            *self = start(*every, loadavg);
+        if let Lookout::Idle { pace, loadavg } = self {
+            *self = start(*pace, loadavg);
         }
         match self {
             Lookout::Thread(wake) => wake.notified().await,
@@ -58,38 +79,51 @@ impl Lookout {
     }
 }
 
-fn start(every: Duration, loadavg: &Path) -> Lookout {
+fn start(pace: Pace, loadavg: &Path) -> Lookout {
     let wake = Arc::new(Notify::new());
     let file = std::fs::File::open(loadavg).ok();
     let theirs = Arc::clone(&wake);
     let spawned = std::thread::Builder::new()
         .name("births".into())
         .stack_size(STACK)
-        .spawn(move || look(every, file.as_ref(), &theirs));
+        .spawn(move || look(pace, file.as_ref(), &theirs));
     match spawned {
         Ok(_) => Lookout::Thread(wake),
         Err(e) => {
             tracing::debug!("cannot start the births thread ({e}): the loop looks itself");
-            Lookout::Ticker(Ticker::every(every))
+            Lookout::Ticker(Ticker::every(pace.busy))
         }
     }
 }
 
-/// The thread: until the loop is gone, every `every` the counter; the
-/// loop is woken when it moved and a look later. Without `loadavg` every
-/// look wakes the loop, which then reads the counter its own way.
-fn look(every: Duration, loadavg: Option<&std::fs::File>, wake: &Arc<Notify>) {
-    let mut last = loadavg.and_then(last_pid);
+/// The thread: until the loop is gone, the counter at `pace`; the loop
+/// is woken when it moved, and for the look at what it counted then.
+/// Without `loadavg` every look wakes the loop, which then reads the
+/// counter its own way.
+fn look(pace: Pace, loadavg: Option<&std::fs::File>, wake: &Arc<Notify>) {
+    let read = || loadavg.and_then(last_pid);
+    let mut last = read();
     let mut moved_before = false;
     // The loop holds the other reference; alone, the thread has no one to wake.
     while Arc::strong_count(wake) > 1 {
-        std::thread::sleep(every);
-        let now = loadavg.and_then(last_pid);
+        std::thread::sleep(if moved_before { pace.busy } else { pace.resting });
+        let now = read();
         let moved = now.is_none() || now != last;
+        last = now;
         if moved || moved_before {
             wake.notify_one();
         }
-        (last, moved_before) = (now, moved);
+        if moved && !moved_before {
+            // The end of a rest: what was counted is looked at soon.
+            std::thread::sleep(pace.follow);
+            wake.notify_one();
+            let then = read();
+            // Counted at that look: looked at by the next, `busy` later.
+            moved_before = then.is_none() || then != last;
+            last = then;
+        } else {
+            moved_before = moved;
+        }
     }
 }
 
@@ -122,7 +156,8 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let every = Duration::from_millis(10);
-            let mut lookout = Lookout::new(every, &dir.path().join("loadavg"));
+            let pace = Pace { busy: every, resting: every * 2, follow: every / 2 };
+            let mut lookout = Lookout::new(pace, &dir.path().join("loadavg"));
             // Started at the first ask; the counter stands still: no wake
             // in 30 looks.
             assert!(!woke(&mut lookout, every * 30).await, "woken with nothing new");
@@ -132,7 +167,7 @@ mod tests {
             assert!(woke(&mut lookout, Duration::from_secs(30)).await, "not woken by a new pid");
             // The follow-up look, for the pids counted at the first.
             assert!(woke(&mut lookout, Duration::from_secs(30)).await, "no follow-up look");
-            assert!(t.elapsed() >= every / 2, "the follow-up came a look later");
+            assert!(t.elapsed() >= pace.follow / 2, "the follow-up came later");
             // Then quiet again: at most one wake stored before it stood still.
             let _ = woke(&mut lookout, every * 3).await;
             assert!(!woke(&mut lookout, every * 30).await, "woken again with nothing new");
