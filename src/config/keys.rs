@@ -145,6 +145,7 @@ keys! {
     [reaper] {
         mode: Mode => mode;
         interval_secs: u64 = 1..=86_400 => interval_secs;
+        quiet_interval_secs: u64 = 1..=86_400 => quiet_interval_secs;
         grace_secs: u64 = 0..=604_800 => grace_secs;
         term_timeout_secs: f64 = 0.05..=300.0 => term_timeout_secs;
         reap_stale_hosts: bool => reap_stale_hosts;

@@ -59,6 +59,9 @@ impl fmt::Display for Mode {
 pub struct Config {
     pub mode: Mode,
     pub interval_secs: u64,
+    /// The periodic scan's period while the last scan found nothing to
+    /// watch (no host or server); never shorter than `interval_secs`.
+    pub quiet_interval_secs: u64,
     pub grace_secs: u64,
     pub term_timeout_secs: f64,
     pub reap_stale_hosts: bool,

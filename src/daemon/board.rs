@@ -34,6 +34,8 @@ pub struct Shared {
     pub event_mode: &'static str,
     /// Why process events are not used, when they are not.
     pub event_mode_reason: Option<String>,
+    /// The last scan found nothing to follow: periodic scans are `quiet_interval_secs` apart.
+    pub quiet: bool,
     pub scans: ScanStats,
     pub trees: Vec<TreeView>,
     pub totals: Totals,
@@ -89,6 +91,8 @@ impl Shared {
             event_mode: self.event_mode.to_string(),
             event_mode_reason: self.event_mode_reason.clone(),
             interval_secs: self.cfg.interval_secs,
+            quiet_interval_secs: self.cfg.quiet_interval_secs.max(self.cfg.interval_secs),
+            quiet: self.quiet,
             grace_secs: self.cfg.grace_secs,
             scans: self.scans.clone(),
             by_verdict,

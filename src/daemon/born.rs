@@ -44,7 +44,8 @@ impl Daemon {
             };
             if matches!(seen.role, Role::Host | Role::Server) {
                 // Every one is looked at (the counters), none read twice.
-                wanted |= !self.exits.covered(seen, false, scope, look);
+                // Covered or not, the quiet ends (see `Schedule::period`).
+                wanted |= !self.exits.covered(seen, false, scope, look) || self.schedule.quiet();
             }
         }
         // Too many to watch: a scan watches what it must.

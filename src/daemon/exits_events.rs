@@ -106,7 +106,8 @@ impl ExitWatch {
                     }
                     if let Some(seen) = look(pid).filter(|s| matches!(s.role, Role::Host | Role::Server)) {
                         self.unseen.insert(pid);
-                        if !self.covered(seen, true, scope, &look) {
+                        // Covered or not, the quiet ends (see `Schedule::period`).
+                        if !self.covered(seen, true, scope, &look) || schedule.quiet() {
                             schedule.soon_after_exec();
                         }
                     }

@@ -112,10 +112,12 @@ impl Daemon {
             let killed = a.judgements.iter().filter(|j| j.reap).flat_map(|j| j.members.iter());
             self.exits.reaped(killed.map(|&(m, _)| snap.procs[m].pid()));
         }
+        self.schedule.found(a.nothing_to_follow());
+        self.shared.borrow_mut().quiet = self.schedule.quiet();
         self.schedule.judged(a.snapshot, &a.judgements);
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
-        self.resident.after_cycle();
+        self.resident.after_work();
         self.publish();
         events
     }

@@ -106,7 +106,12 @@ impl Daemon {
         self.notifier.ready(&line);
         self.schedule.mark_scan();
         loop {
-            let deadline = self.schedule.deadline(Duration::from_secs(self.shared.borrow().cfg.interval_secs));
+            let period = {
+                let cfg = &self.shared.borrow().cfg;
+                let secs = Duration::from_secs;
+                self.schedule.period(secs(cfg.interval_secs), secs(cfg.quiet_interval_secs))
+            };
+            let deadline = self.schedule.deadline(period);
             let step = tokio::select! {
                 () = tokio::time::sleep_until(deadline.into()) => SCAN,
                 () = self.exits.pidfd_exit() => self.exit_seen().await,
@@ -122,7 +127,9 @@ impl Daemon {
                 _ = sigint.recv() => Step::Stop,
             };
             match step {
-                Step::Idle => {}
+                // What a wake-up touched between cycles (a new process
+                // read and classified, a status request) leaves too.
+                Step::Idle => self.resident.after_work(),
                 Step::Scan { asked } => self.scan(asked).await,
                 Step::Stop => break,
             }

@@ -63,6 +63,8 @@ pub struct Schedule {
     next_young: Option<Instant>,
     /// A scan wanted shortly (a host or server was just exec'd).
     soon: Option<Instant>,
+    /// The last scan found nothing to follow (see [`Schedule::period`]).
+    quiet: bool,
 }
 
 impl Schedule {
@@ -81,7 +83,35 @@ impl Schedule {
             last_details: now,
             next_young: None,
             soon: None,
+            quiet: false,
         }
+    }
+
+    /// The periodic scan's period: `quiet` while the last scan found no
+    /// host or server, `interval` otherwise (issue 37).
+    ///
+    /// The periodic scan is for what no event or look announces: the fds
+    /// and terminals of the trees there are, an exec that forked nothing
+    /// (pidfd mode). With no tree, no host and no server, what is left is a
+    /// server only its program shows (`hostcfg`'s SDK evidence), under a
+    /// host no pattern names, or an exec without a fork in pidfd mode:
+    /// found by the next quiet scan rather than the next interval. Every
+    /// host and server a pattern names is heard (event mode) or counted
+    /// (pidfd mode) when it starts and scanned for soon, which ends the
+    /// quiet. Waiting longer can delay a reap, never make one: each reap
+    /// is decided by a scan, on what it reads then.
+    pub fn period(&self, interval: Duration, quiet: Duration) -> Duration {
+        if self.quiet { quiet.max(interval) } else { interval }
+    }
+
+    /// Whether the last scan found nothing to follow.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// What the last scan found: something to follow, or nothing.
+    pub fn found(&mut self, nothing_to_follow: bool) {
+        self.quiet = nothing_to_follow;
     }
 
     /// When the next scan is due unless something calls for one earlier.
@@ -342,5 +372,21 @@ mod tests {
         s.judged(Snapshot::default(), &[]);
         s.table_unchanged();
         assert!(matches!(s.next_read(true, HashSet::new(), interval), Read::Delta { .. }));
+    }
+
+    #[test]
+    fn the_quiet_period_applies_only_while_the_last_scan_found_nothing_to_follow() {
+        let mut s = Schedule::new();
+        let (interval, quiet) = (Duration::from_secs(10), Duration::from_secs(60));
+        assert_eq!(s.period(interval, quiet), interval, "before any scan");
+        s.found(true);
+        assert_eq!(s.period(interval, quiet), quiet);
+        let start = s.last_scan;
+        assert_eq!(s.deadline(s.period(interval, quiet)), start + quiet);
+        assert_eq!(s.period(interval, Duration::from_secs(5)), interval, "never shorter than the interval");
+        s.soon_after_exec();
+        assert!(s.deadline(s.period(interval, quiet)) < start + interval, "a new host or server is scanned soon");
+        s.found(false);
+        assert_eq!(s.period(interval, quiet), interval);
     }
 }

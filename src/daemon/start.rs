@@ -93,6 +93,7 @@ async fn start(args: Args, cfg: Config, passed: super::http::Taken) -> std::proc
         last_reload: None,
         event_mode,
         event_mode_reason,
+        quiet: false,
         scans: ScanStats::default(),
         trees: Vec::new(),
         totals: Totals::default(),

@@ -12,6 +12,8 @@ fn status() -> Status {
         event_mode: "pidfd".into(),
         event_mode_reason: None,
         interval_secs: 10,
+        quiet_interval_secs: 60,
+        quiet: false,
         grace_secs: 60,
         scans: ScanStats { count: 7, last_duration_ms: 12.5, last_processes: 400, last_at_unix: 1_790_000_000 },
         by_verdict: [(Verdict::Orphan, 2), (Verdict::Live, 3)].into_iter().collect(),

@@ -299,6 +299,13 @@ pub struct Status {
     #[serde(default)]
     pub event_mode_reason: Option<String>,
     pub interval_secs: u64,
+    /// The periodic scans' period while `quiet` (never below `interval_secs`).
+    #[serde(default)]
+    pub quiet_interval_secs: u64,
+    /// The last scan found no host or server: the next periodic
+    /// scan is `quiet_interval_secs` after it.
+    #[serde(default)]
+    pub quiet: bool,
     pub grace_secs: u64,
     pub scans: ScanStats,
     /// Every verdict, with the trees shown that have it (zero included).

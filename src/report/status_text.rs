@@ -14,6 +14,15 @@ fn p(s: &str) -> String {
 /// Trees (and duplicate groups) listed at most.
 const MAX_TREES: usize = 50;
 
+/// How often the daemon scans now.
+fn period(s: &Status) -> String {
+    if s.quiet && s.quiet_interval_secs > s.interval_secs {
+        format!("every {}s while no host or server runs, as now", s.quiet_interval_secs)
+    } else {
+        format!("every {}s", s.interval_secs)
+    }
+}
+
 /// The human view of `reaperctl status`.
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
@@ -28,7 +37,7 @@ pub fn render(s: &Status) -> String {
             if r.messages.is_empty() { String::new() } else { format!(": {}", p(&r.messages.join("; "))) }
         );
     }
-    let _ = writeln!(o, "events:   {} (full scan every {}s, grace {}s)", s.event_mode, s.interval_secs, s.grace_secs);
+    let _ = writeln!(o, "events:   {} (full scan {}, grace {}s)", s.event_mode, period(s), s.grace_secs);
     if let Some(why) = &s.event_mode_reason {
         let _ = writeln!(o, "          no process events: {}", p(why));
     }
