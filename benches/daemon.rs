@@ -202,6 +202,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Whether the idle window holds the daemon's safety-net reads of /proc
+/// (at 5,000 extra processes a full read took ~92 ms, a fresh one ~235 ms).
+fn note_safety_net(idle_secs: u64) {
+    if idle_secs < 600 {
+        println!(
+            "  note: a {idle_secs} s window may miss the safety-net reads of /proc (full: every 120 s in pidfd \
+             mode, 300 s in event mode; fresh: every 600 s); MCP_REAPER_BENCH_IDLE_SECS=600 includes them"
+        );
+    }
+}
+
 fn main() {
     let quick = std::env::args().all(|a| a != "--bench");
     let procs = if quick { 20 } else { env_num("MCP_REAPER_BENCH_PROCS", 5000) };
@@ -289,13 +300,7 @@ fn main() {
             f.tag, f.cpu, f.r0.rss, f.r1.rss, f.r0.anon, f.r1.anon, f.r0.file, f.r1.file
         );
     }
-    if idle_secs < 600 {
-        // Measured at 5,000 extra processes: a full read ~92 ms, a fresh one ~235 ms.
-        println!(
-            "  note: a {idle_secs} s window may miss the safety-net reads of /proc (full: every 120 s in pidfd \
-             mode, 300 s in event mode; fresh: every 600 s); MCP_REAPER_BENCH_IDLE_SECS=600 includes them"
-        );
-    }
+    note_safety_net(idle_secs);
     println!("  goals (issue 37):");
     goal(&format!("binary {size} bytes (goal ≤ 4,000,000)"), size <= 4_000_000, &mut missed);
     for f in footprint {
