@@ -1,8 +1,9 @@
 //! New processes without the proc connector (pidfd mode): three to five
 //! times a second ([`super::lookout`]), the last allocated pid of the
 //! namespace says whether anything was created since the last look, and the
-//! pids in between are the only ones read. A host or server among them is scanned soon, so its host is watched
-//! (or its orphans found) long before the next periodic scan.
+//! pids in between are the only ones read. A host or server among them is
+//! scanned soon, so its host is watched (or its orphans found) long before
+//! the next periodic scan.
 //!
 //! Most new processes under churn are forks that do not exec (a shell's
 //! subshells, worker pools): such a child runs its parent's program, so it
@@ -24,6 +25,9 @@
 //! scan meanwhile reads every pid counted, so the waiting ones need no look.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::exits::Seen;
@@ -72,8 +76,9 @@ pub(crate) struct Births {
     waiting: Vec<Pid>,
     /// `loadavg`, kept open: a look is then one `pread`, not the open,
     /// `statx`, two reads and close of a fresh read (a third of an idle
-    /// pidfd-mode daemon's CPU, five times a second).
-    loadavg: Option<std::fs::File>,
+    /// pidfd-mode daemon's CPU, five times a second). The look thread reads
+    /// the same fd (a `pread` has no file position to share).
+    loadavg: Option<Arc<File>>,
     /// See [`Births::listed`].
     listed_at: Option<Census>,
 }
@@ -104,14 +109,28 @@ impl Census {
     fn parse(text: &str) -> Option<Census> {
         crate::scan::parse::parse_loadavg(text).map(|(last, tasks)| Census { last, tasks })
     }
+
+    /// What `loadavg` (kept open, read from its start each time: the kernel
+    /// renders it afresh at offset 0) tells of the table now. It does not
+    /// allocate: the look thread calls it too.
+    pub(crate) fn read(loadavg: &File) -> Option<Census> {
+        let mut buf = [0u8; 128];
+        let n = loadavg.read_at(&mut buf, 0).ok()?;
+        Census::parse(std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    /// The pid most recently allocated.
+    pub(crate) fn last_pid(self) -> i32 {
+        self.last
+    }
 }
 
 impl Births {
     pub(crate) fn new(procfs: &ProcFs) -> Births {
-        let lookout = Lookout::new(PACE, &procfs.root().join("loadavg"));
         let aslr = std::fs::read_to_string(procfs.root().join("sys/kernel/randomize_va_space"));
         let randomized = aslr.is_ok_and(|t| matches!(t.trim(), "1" | "2"));
-        let loadavg = std::fs::File::open(procfs.root().join("loadavg")).ok();
+        let loadavg = File::open(procfs.root().join("loadavg")).ok().map(Arc::new);
+        let lookout = Lookout::new(PACE, loadavg.clone());
         Births {
             last: None,
             lookout,
@@ -186,16 +205,12 @@ impl Births {
 
     /// The last allocated pid, from the `loadavg` kept open.
     fn last_pid(&self) -> Option<i32> {
-        self.census().map(|c| c.last)
+        self.census().map(Census::last_pid)
     }
 
-    /// What `loadavg` (kept open, read from its start each time: the kernel
-    /// renders it afresh at offset 0) tells of the table now.
+    /// What the `loadavg` kept open tells of the table now.
     pub(crate) fn census(&self) -> Option<Census> {
-        use std::os::unix::fs::FileExt;
-        let mut buf = [0u8; 128];
-        let n = self.loadavg.as_ref()?.read_at(&mut buf, 0).ok()?;
-        Census::parse(std::str::from_utf8(&buf[..n]).ok()?)
+        Census::read(self.loadavg.as_deref()?)
     }
 
     /// The census taken just before the last listing of `/proc` began.

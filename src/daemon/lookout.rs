@@ -24,13 +24,13 @@
 //! Where no thread can be started (a task limit), the [`Ticker`] wakes the
 //! loop every `busy` period as before: the same looks, dearer.
 
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::fs::File;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use super::births::Census;
 use super::ticker::Ticker;
 
 /// The stack of the look thread: it reads into a buffer of 128 bytes and
@@ -52,16 +52,17 @@ pub(crate) enum Lookout {
     /// Not needed yet (event mode), or not started yet.
     Idle {
         pace: Pace,
-        loadavg: std::path::PathBuf,
+        loadavg: Option<Arc<File>>,
     },
     Thread(Arc<Notify>),
     Ticker(Ticker),
 }
 
 impl Lookout {
-    /// Looks at the counter in `loadavg` at `pace`, once first asked.
-    pub(crate) fn new(pace: Pace, loadavg: &Path) -> Lookout {
-        Lookout::Idle { pace, loadavg: loadavg.to_path_buf() }
+    /// Looks at the counter in `loadavg` (the loop's own fd: see
+    /// `Births::loadavg`) at `pace`, once first asked.
+    pub(crate) fn new(pace: Pace, loadavg: Option<Arc<File>>) -> Lookout {
+        Lookout::Idle { pace, loadavg }
     }
 
     /// Resolves when the counter moved since the previous look, or a look
@@ -69,7 +70,7 @@ impl Lookout {
     /// makes one; a fallback to pidfds does).
     pub(crate) async fn moved(&mut self) {
         if let Lookout::Idle { pace, loadavg } = self {
-            *self = start(*pace, loadavg);
+            *self = start(*pace, loadavg.take());
         }
         match self {
             Lookout::Thread(wake) => wake.notified().await,
@@ -79,14 +80,13 @@ impl Lookout {
     }
 }
 
-fn start(pace: Pace, loadavg: &Path) -> Lookout {
+fn start(pace: Pace, loadavg: Option<Arc<File>>) -> Lookout {
     let wake = Arc::new(Notify::new());
-    let file = std::fs::File::open(loadavg).ok();
     let theirs = Arc::clone(&wake);
     let spawned = std::thread::Builder::new()
         .name("births".into())
         .stack_size(STACK)
-        .spawn(move || look(pace, file.as_ref(), &theirs));
+        .spawn(move || look(pace, loadavg.as_deref(), &theirs));
     match spawned {
         Ok(_) => Lookout::Thread(wake),
         Err(e) => {
@@ -100,8 +100,8 @@ fn start(pace: Pace, loadavg: &Path) -> Lookout {
 /// is woken when it moved, and for the look at what it counted then.
 /// Without `loadavg` every look wakes the loop, which then reads the
 /// counter its own way.
-fn look(pace: Pace, loadavg: Option<&std::fs::File>, wake: &Arc<Notify>) {
-    let read = || loadavg.and_then(last_pid);
+fn look(pace: Pace, loadavg: Option<&File>, wake: &Arc<Notify>) {
+    let read = || loadavg.and_then(Census::read).map(Census::last_pid);
     let mut last = read();
     let mut moved_before = false;
     // The loop holds the other reference; alone, the thread has no one to wake.
@@ -127,16 +127,11 @@ fn look(pace: Pace, loadavg: Option<&std::fs::File>, wake: &Arc<Notify>) {
     }
 }
 
-/// `loadavg`'s fifth field, read from its start without allocating.
-fn last_pid(file: &std::fs::File) -> Option<i32> {
-    let mut buf = [0u8; 128];
-    let n = file.read_at(&mut buf, 0).ok()?;
-    crate::scan::parse::parse_loadavg(std::str::from_utf8(&buf[..n]).ok()?).map(|(last, _)| last)
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
+
+    use std::path::Path;
 
     use super::*;
 
@@ -157,7 +152,8 @@ mod tests {
         rt.block_on(async {
             let every = Duration::from_millis(10);
             let pace = Pace { busy: every, resting: every * 2, follow: every / 2 };
-            let mut lookout = Lookout::new(pace, &dir.path().join("loadavg"));
+            let kept = File::open(dir.path().join("loadavg")).ok().map(Arc::new);
+            let mut lookout = Lookout::new(pace, kept);
             // Started at the first ask; the counter stands still: no wake
             // in 30 looks.
             assert!(!woke(&mut lookout, every * 30).await, "woken with nothing new");
