@@ -30,6 +30,9 @@
 //!   must be root).
 //! - `on_usr1`: children spawned (once) when the process gets SIGUSR1 after it
 //!   reported ready: a tree that grows on cue.
+//! - `exec_on_usr1`: a spec this process execs into (same pid, no fork) when
+//!   it gets SIGUSR1 after it reported ready, as `exec claude` in a shell;
+//!   that spec then starts its children and writes its own ready line.
 //! - `touch_mib`: allocate this many MiB and write to every page (after the
 //!   children are spawned, before the ready line), so the process holds that
 //!   much private memory (Pss) for memory-accounting tests.
@@ -198,6 +201,8 @@ struct Spec {
     uid: Option<u32>,
     #[serde(default)]
     on_usr1: Vec<Spec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exec_on_usr1: Option<Box<Spec>>,
     #[serde(default)]
     touch_mib: u64,
     #[serde(default)]
@@ -613,7 +618,8 @@ fn main() {
     if unsafe { libc::signal(libc::SIGTERM, handler) } == libc::SIG_ERR {
         fail("signal(SIGTERM) failed");
     }
-    let on_usr1 = !spec.on_usr1.is_empty() || spec.hook.is_some() || !spec.retitle.is_empty();
+    let on_usr1 =
+        !spec.on_usr1.is_empty() || spec.hook.is_some() || !spec.retitle.is_empty() || spec.exec_on_usr1.is_some();
     if on_usr1 {
         // Blocked before the ready line, so a SIGUSR1 sent after it waits
         // for sigwait below instead of killing the process.
@@ -673,8 +679,26 @@ fn main() {
         if let Some(hook) = &spec.hook {
             run_hook(hook);
         }
+        if let Some(next) = &spec.exec_on_usr1 {
+            exec_as(&exe, next);
+        }
     }
     stay(&spec);
+}
+
+/// Execs this program as `next` (same pid), SIGUSR1 unblocked again.
+fn exec_as(exe: &std::path::Path, next: &Spec) -> ! {
+    let set = usr1_set();
+    // SAFETY: a valid, initialised set; no old set is asked for.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut()) };
+    let json = serde_json::to_string(next).expect("a spec serializes");
+    let e = Command::new(exe)
+        .arg0(OsStr::from_bytes(next.argv[0].bytes()))
+        .args(next.argv[1..].iter().map(|a| OsStr::from_bytes(a.bytes())))
+        .env("FAKEPROC", json)
+        .env_remove("FAKEPROC_FLIPPED")
+        .exec();
+    fail(&format!("exec_on_usr1: {e}"));
 }
 
 /// What the process does once ready, until it is ended.

@@ -20,6 +20,10 @@ const NPM_PLAYWRIGHT: &[&str] = &["npm", "exec", "@playwright/mcp@latest"];
 const NODE_PLAYWRIGHT: &[&str] = &["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"];
 const BYSTANDER: &[&str] = &["sleep", "600"];
 
+/// One test at a time: a host one starts ends the other's quiet (each
+/// daemon hears or counts every exec on the machine, scoped or not).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn scans(st: &Value) -> u64 {
     st["scans"]["count"].as_u64().unwrap_or(0)
 }
@@ -71,8 +75,47 @@ fn quiet_then_a_host(extra: &[&str]) {
 
 #[test]
 fn quiet_until_a_host_starts_with_process_events_or_without() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // As root the first run has the kernel's process events; the second
     // counts new pids (pidfd mode) either way.
     quiet_then_a_host(&[]);
     quiet_then_a_host(&["--no-events"]);
+}
+
+/// A shell that execs into a host (same pid, no fork) while the daemon is
+/// quiet, and the host's server: pidfd mode sees no exec, yet the scan
+/// that reads the server reads its parent again (`scan/family.rs`) and
+/// finds the host there, not the shell it read before; when the host dies
+/// its orphan is reaped. With an hour's quiet interval no full read of
+/// every process comes in between.
+fn a_shell_execs_into_a_host(extra: &[&str]) {
+    let host = Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT)));
+    let mut sb = Sandbox::new(vec![Spec::new(&["-bash"]).exec_on_usr1(host), Spec::new(BYSTANDER)]);
+    let (shell, bystander) = (sb.pid_of("-bash"), sb.pid_of("sleep"));
+    let cfg = sb.dir().config_with(0, "interval_secs = 1\nquiet_interval_secs = 3600", "");
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(extra));
+    d.status_until(Duration::from_secs(60), "the first scan, quiet", |st| scans(st) >= 1 && st["quiet"] == true);
+
+    let total = sb.ready().len() + 3;
+    sb.signal(shell, Signal::USR1);
+    sb.wait_ready(total);
+    let (npm, node) = (sb.pid_of("npm exec"), sb.pid_of("node "));
+    assert_eq!(sb.pid_of("claude"), shell, "the same pid");
+    // Read as the shell it was, the server's owner would be "a live
+    // process which is not a known host" (verdict foreign).
+    let st = d.status_until(Duration::from_secs(60), "the server's tree under its host", |st| sees(st, npm, "live"));
+    let tree = st["trees"].as_array().and_then(|t| t.iter().find(|t| t["root"] == npm)).expect("the tree").clone();
+    let reason = tree["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains(&format!("host claude --resume (pid {shell})")), "{tree:#}");
+
+    sb.signal(shell, Signal::KILL);
+    assert!(wait_until(Duration::from_secs(60), || !alive(npm) && !alive(node)), "orphan kept:\n{}", d.log_text());
+    sb.assert_alive(&[bystander, sb.scope_pid()]);
+}
+
+#[test]
+fn a_host_execd_in_place_while_quiet_is_found_with_its_server() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    a_shell_execs_into_a_host(&["--no-events"]);
+    a_shell_execs_into_a_host(&[]);
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::ScanError;
+use super::family;
 use super::process::{Details, Process, Snapshot};
 use super::procfs::{CMDLINE_KEEP, CMDLINE_SHORT, CMDLINES_TOTAL, ProcFs};
 use crate::ids::Pid;
@@ -133,7 +134,9 @@ pub enum Read {
     NewPids { prev: Snapshot, changed: HashSet<Pid>, exited: HashSet<Pid>, details: bool },
     /// The last snapshot brought up to date from the pids the kernel reported
     /// as changed ([`ProcFs::refresh`]); `details` as for [`Read::NewPids`].
-    Delta { prev: Snapshot, changed: HashSet<Pid>, details: bool },
+    /// The pids in `afresh` are read again too, alone (not their children):
+    /// pidfd mode's safety net spread over quiet scans.
+    Delta { prev: Snapshot, changed: HashSet<Pid>, details: bool, afresh: Vec<Pid> },
 }
 
 impl Read {
@@ -171,7 +174,7 @@ impl ProcFs {
                 let reuse = if details { Reuse::Whole } else { Reuse::Unchanged };
                 self.rescan(Some(&prev), reuse, &changed)
             }
-            Read::Delta { prev, changed, details } => Ok(self.refresh(prev, &changed, details)),
+            Read::Delta { prev, changed, details, afresh } => Ok(self.refresh(prev, &changed, details, &afresh)),
         }
     }
 
@@ -193,26 +196,37 @@ impl ProcFs {
         let mut buf = Vec::with_capacity(4096);
         let mut path = PathBuf::new();
         let mut lines = Interner::default();
+        // Read anew rather than taken over, when takeovers skip the `stat`.
+        let mut read_now = HashSet::new();
+        let unread = matches!(reuse, Reuse::Unchanged | Reuse::Whole);
         for entry in dir {
             let Ok(entry) = entry else { continue };
             let name = entry.file_name();
             let Some(pid) = name.to_str().and_then(Pid::parse) else { continue };
-            let ino = entry.ino();
+            // procfs inode numbers are 32-bit (see `Process::dir_ino`); 0 is unknown.
+            let ino = u32::try_from(entry.ino()).unwrap_or(0);
             let old = prev
                 .filter(|_| reuse != Reuse::Nothing)
                 .and_then(|s| s.get(pid))
                 .filter(|q| q.identity_settled() && !changed.contains(&pid) && !kept_short(q));
             let p = match old {
-                Some(q) if matches!(reuse, Reuse::Unchanged | Reuse::Whole) && q.dir_ino == ino && ino != 0 => {
+                // A kernel thread never execs nor changes parent: its `stat`
+                // is not read again (a desktop runs hundreds).
+                Some(q) if (unread || q.kernel_thread) && q.dir_ino == ino && ino != 0 => {
                     let mut q = q.clone();
-                    if reuse == Reuse::Unchanged {
+                    if reuse != Reuse::Whole {
                         q.details = None;
                     }
                     take_over_details(&mut q);
                     Some(q)
                 }
                 Some(q) => self.read_again(q, &mut path, &mut buf, tick, lines.keep()),
-                None => self.read_process_kept(pid, &mut buf, tick, lines.keep()),
+                None => {
+                    if unread {
+                        read_now.insert(pid);
+                    }
+                    self.read_process_kept(pid, &mut buf, tick, lines.keep())
+                }
             };
             if let Some(mut p) = p {
                 p.dir_ino = ino;
@@ -220,13 +234,19 @@ impl ProcFs {
                 procs.push(p);
             }
         }
-        let ctx = self.context();
-        Ok(Snapshot::from_processes(procs, ctx))
+        let mut snap = Snapshot::from_processes(procs, self.context());
+        if let Some(prev) = prev.filter(|_| unread) {
+            let mut again = family::orphaned_since(prev, &snap);
+            again.retain(|p| !read_now.contains(p));
+            again.extend(family::parents_of_newcomers(&snap, &read_now));
+            self.read_family_again(&mut snap, &again, lines.keep());
+        }
+        Ok(snap)
     }
 
     /// `q`'s pid read again: its `stat` afresh, its command line (and role)
-    /// taken over when start time and comm are unchanged, else read whole
-    /// (it exec'd, or the pid was reused).
+    /// taken over when start time, comm and exec mark are unchanged, else
+    /// read whole (it exec'd, or the pid was reused).
     pub(super) fn read_again(
         &self,
         q: &Process,
@@ -240,7 +260,11 @@ impl ProcFs {
         path.push(pid.to_string());
         path.push("stat");
         match Self::read_stat_path(path, buf) {
-            Some(st) if st.start_time == q.id.start_time.0 && st.comm == q.comm => {
+            Some(st)
+                if st.start_time == q.id.start_time.0
+                    && st.comm == q.comm
+                    && super::process::exec_mark(st.start_stack) == q.exec_mark =>
+            {
                 let mut p = self.process_from(pid, st, Arc::clone(&q.cmdline), tick);
                 p.role = q.role;
                 p.program = q.program;
@@ -258,7 +282,7 @@ impl ProcFs {
     /// (see [`Read::Delta`]): they are re-read for the processes a decision
     /// is about. Processes whose identity was not settled yet are re-read as
     /// well, so that it settles.
-    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>, details: bool) -> Snapshot {
+    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>, details: bool, afresh: &[Pid]) -> Snapshot {
         let tick = self.now_tick();
         let mut dirty = changed.clone();
         for p in &prev.procs {
@@ -266,6 +290,7 @@ impl ProcFs {
                 dirty.insert(p.pid());
             }
         }
+        dirty.extend(afresh);
         let mut procs: Vec<Process> = prev
             .procs
             .into_iter()
@@ -289,7 +314,10 @@ impl ProcFs {
                 procs.push(p);
             }
         }
-        Snapshot::from_processes(procs, self.context())
+        let mut snap = Snapshot::from_processes(procs, self.context());
+        let parents = family::parents_of_newcomers(&snap, &dirty);
+        self.read_family_again(&mut snap, &parents, lines.keep());
+        snap
     }
 }
 

@@ -31,6 +31,7 @@ mod comm;
 mod details;
 pub mod events;
 mod events_filter;
+mod family;
 mod high_fds;
 mod incremental;
 mod link;

@@ -24,6 +24,8 @@ pub struct Stat {
     pub start_time: u64,
     /// Resident set size in pages.
     pub rss_pages: u64,
+    /// Field 28 (see [`stat_start_stack`]); 0 when missing or hidden.
+    pub start_stack: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,7 +75,9 @@ pub fn parse_stat(buf: &[u8]) -> Result<Stat, ParseError> {
     let num_threads = num::<i64>(field(10), "stat: num_threads")?; // fields 10..19 skipped
     let start_time = num::<u64>(field(1), "stat: starttime")?; // skip itrealvalue
     let rss_pages = u64::try_from(num::<i64>(field(1), "stat: rss")?).unwrap_or(0); // skip vsize
-    Ok(Stat { pid, comm, state, ppid, pgrp, session, tty_nr, flags, num_threads, start_time, rss_pages })
+    // Skip rsslim, startcode, endcode. Old fixtures end before it.
+    let start_stack = field(3).and_then(parse_num).unwrap_or(0);
+    Ok(Stat { pid, comm, state, ppid, pgrp, session, tty_nr, flags, num_threads, start_time, rss_pages, start_stack })
 }
 
 /// Field 28 of `stat` (`startstack`): where the main stack starts. Set at

@@ -53,8 +53,13 @@ pub struct Process {
     /// Its role from the command line alone, kept with the command line
     /// across scans (see [`crate::config::Matcher::classify_cached`]).
     pub role: Option<crate::role::CachedRole>,
-    /// Inode of its `/proc/PID` directory as listed (0 when unknown).
-    pub dir_ino: u64,
+    /// Inode of its `/proc/PID` directory as listed (0 when unknown). 32
+    /// bits: procfs numbers its inodes with `get_next_ino`, an `unsigned int`.
+    pub dir_ino: u32,
+    /// Its `startstack` folded to 32 bits ([`exec_mark`]): a read that takes
+    /// the command line over when the comm is unchanged also wants this
+    /// unchanged, which tells an exec that kept its comm (`node` → `node`).
+    pub exec_mark: u32,
     /// Clock tick (since boot) at which this process was last seen holding
     /// its pid, taken before the read. See [`Process::identity_settled`].
     pub checked_tick: u64,
@@ -93,6 +98,7 @@ impl Process {
             details: None,
             role: None,
             dir_ino: 0,
+            exec_mark: 0,
             checked_tick: u64::MAX,
         }
     }
@@ -157,6 +163,14 @@ impl Process {
     pub fn identity_settled(&self) -> bool {
         self.id.start_time.0 < self.checked_tick
     }
+}
+
+/// `startstack` (`stat` field 28) folded to 32 bits: exec randomizes it
+/// (ASLR), fork copies it. Zero when the reader may not trace the process,
+/// as for kernel threads: then only the comm tells an exec.
+pub fn exec_mark(start_stack: u64) -> u32 {
+    let [a, b, c, d, e, f, g, h] = start_stack.to_le_bytes();
+    u32::from_le_bytes([a ^ e, b ^ f, c ^ g, d ^ h])
 }
 
 /// Clock ticks since boot, on the clock `stat`'s start times count

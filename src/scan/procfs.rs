@@ -160,6 +160,7 @@ impl ProcFs {
             details: None,
             role: None,
             dir_ino: 0,
+            exec_mark: super::process::exec_mark(stat.start_stack),
             checked_tick,
         }
     }

@@ -254,6 +254,7 @@ pub struct Spec {
     note_term: bool,
     uid: Option<u32>,
     on_usr1: Vec<Spec>,
+    exec_on_usr1: Option<Box<Spec>>,
     touch_mib: u64,
     exe: Option<PathBuf>,
     flip: Vec<Value>,
@@ -287,6 +288,7 @@ impl Spec {
             note_term: false,
             uid: None,
             on_usr1: Vec::new(),
+            exec_on_usr1: None,
             touch_mib: 0,
             exe: None,
             flip: Vec::new(),
@@ -385,6 +387,14 @@ impl Spec {
     /// reported ready. Not counted by [`Spec::count`].
     pub fn on_usr1(mut self, c: Spec) -> Spec {
         self.on_usr1.push(c);
+        self
+    }
+
+    /// What this process execs into (same pid, no fork) when it gets
+    /// SIGUSR1, after it reported ready; `next` then writes its own ready
+    /// line and starts its children. Not counted by [`Spec::count`].
+    pub fn exec_on_usr1(mut self, next: Spec) -> Spec {
+        self.exec_on_usr1 = Some(Box::new(next));
         self
     }
 
@@ -527,6 +537,7 @@ impl Spec {
             "note_term": self.note_term,
             "uid": self.uid,
             "on_usr1": self.on_usr1.iter().map(Spec::to_json).collect::<Vec<_>>(),
+            "exec_on_usr1": self.exec_on_usr1.as_ref().map(|n| n.to_json()),
             "touch_mib": self.touch_mib,
             "exe": self.exe,
             "flip": self.flip,

@@ -79,6 +79,7 @@ fn reference_stat(buf: &[u8]) -> Option<Stat> {
         num_threads: field(20)?.parse().ok()?,
         start_time: field(22)?.parse().ok()?,
         rss_pages: u64::try_from(field(24)?.parse::<i64>().ok()?.max(0)).ok()?,
+        start_stack: field(28).and_then(|f| f.parse().ok()).unwrap_or(0),
     })
 }
 
@@ -128,7 +129,20 @@ pub fn proc_stat_structured(data: &[u8]) {
     let rss = inp.i64();
     inp.sep(&mut line, 1);
     line.extend_from_slice(rss.to_string().as_bytes());
-    for _ in 0..inp.below(30) {
+    // rsslim, startcode, endcode, then startstack (or a line cut before it).
+    let start_stack = if inp.byte() & 1 == 1 {
+        for _ in 25..28 {
+            inp.sep(&mut line, 1);
+            inp.junk_word(&mut line);
+        }
+        let s = inp.u64();
+        inp.sep(&mut line, 1);
+        line.extend_from_slice(s.to_string().as_bytes());
+        s
+    } else {
+        0
+    };
+    for _ in 0..inp.below(30).min(if start_stack == 0 { 3 } else { 30 }) {
         inp.sep(&mut line, 1);
         inp.junk_word(&mut line);
     }
@@ -147,6 +161,7 @@ pub fn proc_stat_structured(data: &[u8]) {
         num_threads,
         start_time,
         rss_pages: u64::try_from(rss.max(0)).unwrap(),
+        start_stack,
     };
     assert_eq!(parse::parse_stat(&line), Ok(want), "line {:?}", String::from_utf8_lossy(&line));
 }
