@@ -30,6 +30,9 @@
 //!   must be root).
 //! - `on_usr1`: children spawned (once) when the process gets SIGUSR1 after it
 //!   reported ready: a tree that grows on cue.
+//! - `reap`: reaps its children as they exit (a SIGCHLD handler), as real
+//!   hosts do (node's libuv, tokio): no zombie is left, and the pid's
+//!   count of tasks drops at once.
 //! - `exec_on_usr1`: a spec this process execs into (same pid, no fork) when
 //!   it gets SIGUSR1 after it reported ready, as `exec claude` in a shell;
 //!   that spec then starts its children and writes its own ready line.
@@ -204,6 +207,8 @@ struct Spec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     exec_on_usr1: Option<Box<Spec>>,
     #[serde(default)]
+    reap: bool,
+    #[serde(default)]
     touch_mib: u64,
     #[serde(default)]
     exe: Option<std::path::PathBuf>,
@@ -276,6 +281,11 @@ fn fail(msg: &str) -> ! {
 static TERM_DELAY_MS: AtomicU64 = AtomicU64::new(0);
 /// The `FAKEPROC_NOTES` file, opened before the handler is installed.
 static NOTES_FD: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn reap_children(_: libc::c_int) {
+    // SAFETY: waitpid is async-signal-safe; no status is asked for.
+    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+}
 
 extern "C" fn exit_on_term(_: libc::c_int) {
     let ms = TERM_DELAY_MS.load(Ordering::Relaxed);
@@ -617,6 +627,14 @@ fn main() {
     // which is async-signal-safe.
     if unsafe { libc::signal(libc::SIGTERM, handler) } == libc::SIG_ERR {
         fail("signal(SIGTERM) failed");
+    }
+    if spec.reap {
+        let handler = reap_children as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: single-threaded at this point; the handler only calls
+        // waitpid, which is async-signal-safe.
+        if unsafe { libc::signal(libc::SIGCHLD, handler) } == libc::SIG_ERR {
+            fail("signal(SIGCHLD) failed");
+        }
     }
     let on_usr1 =
         !spec.on_usr1.is_empty() || spec.hook.is_some() || !spec.retitle.is_empty() || spec.exec_on_usr1.is_some();

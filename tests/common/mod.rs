@@ -255,6 +255,7 @@ pub struct Spec {
     uid: Option<u32>,
     on_usr1: Vec<Spec>,
     exec_on_usr1: Option<Box<Spec>>,
+    reap: bool,
     touch_mib: u64,
     exe: Option<PathBuf>,
     flip: Vec<Value>,
@@ -289,6 +290,7 @@ impl Spec {
             uid: None,
             on_usr1: Vec::new(),
             exec_on_usr1: None,
+            reap: false,
             touch_mib: 0,
             exe: None,
             flip: Vec::new(),
@@ -387,6 +389,12 @@ impl Spec {
     /// reported ready. Not counted by [`Spec::count`].
     pub fn on_usr1(mut self, c: Spec) -> Spec {
         self.on_usr1.push(c);
+        self
+    }
+
+    /// Reaps its children as they exit, as real hosts do: no zombie stays.
+    pub fn reap(mut self) -> Spec {
+        self.reap = true;
         self
     }
 
@@ -538,6 +546,7 @@ impl Spec {
             "uid": self.uid,
             "on_usr1": self.on_usr1.iter().map(Spec::to_json).collect::<Vec<_>>(),
             "exec_on_usr1": self.exec_on_usr1.as_ref().map(|n| n.to_json()),
+            "reap": self.reap,
             "touch_mib": self.touch_mib,
             "exe": self.exe,
             "flip": self.flip,

@@ -1,0 +1,59 @@
+//! Pidfd mode's reads between full ones (issue 37): they take unchanged
+//! processes over unread, and must still see what a verdict turns on.
+//! A server whose launcher died unwatched was re-parented: the next listing
+//! reads it again (its parent is gone from the listing), long before a full
+//! read of every process would (120 s apart, an hour's turn while quiet).
+//!
+//! Safety: every daemon is `--scope`d to its test's sandbox (a child
+//! subreaper holding all the test's processes), with its own config, socket
+//! and state file; signals go only to sandbox processes.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Daemon, Launch, Sandbox, Spec, alive, wait_until};
+use rustix::process::Signal;
+use serde_json::Value;
+
+const CLAUDE: &[&str] = &["claude", "--resume"];
+const NPM_PLAYWRIGHT: &[&str] = &["npm", "exec", "@playwright/mcp@latest"];
+const NODE_PLAYWRIGHT: &[&str] = &["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"];
+const BYSTANDER: &[&str] = &["sleep", "600"];
+
+fn verdict_of(st: &Value, root: i32) -> Option<String> {
+    st["trees"].as_array()?.iter().find(|t| t["root"] == root).and_then(|t| t["verdict"].as_str().map(String::from))
+}
+
+/// Kills the launcher (unwatched: its host is the tree's owner, and reaps
+/// it at once, as real hosts do; a zombie's pid stays listed) and waits
+/// for its server, re-parented to the sandbox's subreaper, to be reaped.
+/// A minute is half the full read's spacing: without the listing's
+/// re-read the server's parent stays the dead launcher's pid ("was not
+/// readable": foreign, kept) until then.
+fn launcher_dies_unwatched(extra: &[&str]) {
+    let mut sb = Sandbox::new(vec![
+        Spec::new(CLAUDE).reap().child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT))),
+        Spec::new(BYSTANDER),
+    ]);
+    let (host, npm, node, bystander) =
+        (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
+    let cfg = sb.dir().config_with(0, "interval_secs = 1", "");
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(extra));
+    d.status_until(Duration::from_secs(60), "the live tree", |st| verdict_of(st, npm).as_deref() == Some("live"));
+
+    sb.signal(npm, Signal::KILL);
+    assert!(
+        wait_until(Duration::from_secs(60), || !alive(node)),
+        "the re-parented server was kept; last status:\n{:#}\n{}",
+        d.status(),
+        d.log_text()
+    );
+    sb.assert_alive(&[host, bystander, sb.scope_pid()]);
+}
+
+#[test]
+fn a_server_whose_launcher_died_unwatched_is_reaped_at_the_next_listing() {
+    launcher_dies_unwatched(&["--no-events"]);
+    launcher_dies_unwatched(&[]);
+}
