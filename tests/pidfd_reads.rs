@@ -32,7 +32,7 @@ fn verdict_of(st: &Value, root: i32) -> Option<String> {
 /// re-read the server's parent stays the dead launcher's pid ("was not
 /// readable": foreign, kept) until then.
 fn launcher_dies_unwatched(extra: &[&str]) {
-    let mut sb = Sandbox::new(vec![
+    let sb = Sandbox::new(vec![
         Spec::new(CLAUDE).reap().child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT))),
         Spec::new(BYSTANDER),
     ]);
