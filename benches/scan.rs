@@ -293,7 +293,7 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
         // The daemon's two kinds of read, each from the snapshot before it.
         for reuse in [Reuse::Cmdlines, Reuse::Unchanged] {
             let t = Instant::now();
-            let snap = procfs.rescan(prev.as_ref(), reuse, &none).expect("rescan");
+            let snap = procfs.rescan(prev.as_ref(), reuse, &none, &[]).expect("rescan");
             let a =
                 cycle::assess_snapshot(&procfs, cfg, None, &grace, SystemTime::now(), snap, t, None).expect("assess");
             timings.push(t.elapsed());

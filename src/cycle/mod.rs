@@ -206,7 +206,7 @@ pub fn plan_from(
     let snap = match procfs.recheck(a.snapshot, pids) {
         Ok(snap) => snap,
         Err(judged) => procfs
-            .rescan(Some(&judged), Reuse::Cmdlines, &std::collections::HashSet::default())
+            .rescan(Some(&judged), Reuse::Cmdlines, &std::collections::HashSet::default(), &[])
             .map_err(AssessError::Scan)?,
     };
     let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started, pressure)?;

@@ -29,15 +29,17 @@ const FRESH: Duration = Duration::from_secs(600);
 /// spacing: its full reads are how it learns of an exec under the same pid.
 const QUIET_SPACING: u32 = 3;
 /// Pidfd mode while quiet: no full or fresh read of every process at once;
-/// each periodic scan reads afresh the processes whose pid is its turn
-/// modulo this, so that every process is read afresh within this many quiet
-/// scans (an hour at the default `quiet_interval_secs`). What a decision
-/// needs at once is read where it happens (`scan/family.rs`): the children
-/// of a parent gone unwatched, the parent of a newcomer. What waits for its
-/// turn is an exec under the same pid that forked nothing, while no host or
-/// server runs. Issue 37: at 5,000 processes a full read is ~100 ms every
-/// 120 s, a fresh one ~220 ms every 600 s: ~0.12 % of a core in all, the
-/// idle goal 0.05 %; a turn is ~170 processes read, ~8 ms.
+/// each periodic scan reads the `stat` of the processes whose pid is its
+/// turn modulo this again, as a full read does (the command line taken over
+/// unless start time, comm or `startstack` changed: an exec), so that every
+/// process is read again within this many quiet scans (an hour at the
+/// default `quiet_interval_secs`). What a decision needs at once is read
+/// where it happens (`scan/family.rs`): the children of a parent gone
+/// unwatched, the parent of a newcomer. What waits for its turn is an exec
+/// under the same pid that forked nothing, while no host or server runs.
+/// Issue 37: at 5,000 processes a full read is ~100 ms every 120 s, a fresh
+/// one ~220 ms every 600 s: ~0.12 % of a core in all, the idle goal 0.05 %;
+/// a turn is ~170 `stat`s, a few ms.
 const SPREAD: u32 = 30;
 
 /// Pidfd mode: whether the next read lists `/proc`.
@@ -294,22 +296,20 @@ impl Schedule {
                 if !details {
                     self.last_details = now;
                 }
-                let afresh = if spread && !details { self.next_turn(&prev) } else { Vec::new() };
+                let turn = if spread && !details { self.next_turn(&prev) } else { Vec::new() };
                 if spread {
                     // The turns stand in for the full and fresh reads, which
                     // resume on their clocks when the quiet ends.
                     (self.last_full, self.last_fresh) = (now, now);
                 }
                 if events {
-                    Read::Delta { prev, changed, details, afresh }
+                    Read::Delta { prev, changed, details, turn }
                 } else if (details && listing != Listing::Wanted) || listing == Listing::Unneeded {
                     let mut changed = changed;
                     changed.extend(exited);
-                    Read::Delta { prev, changed, details, afresh }
+                    Read::Delta { prev, changed, details, turn }
                 } else {
-                    let mut changed = changed;
-                    changed.extend(afresh);
-                    Read::NewPids { prev, changed, exited, details }
+                    Read::NewPids { prev, changed, exited, details, turn }
                 }
             }
             prev => {
@@ -461,7 +461,7 @@ mod tests {
         let table = Snapshot::from_processes(procs, crate::scan::process::Context::default());
         let mut s = started();
         s.found(true);
-        let mut read_afresh: HashSet<Pid> = HashSet::new();
+        let mut read_again: HashSet<Pid> = HashSet::new();
         for scan in 0..SPREAD {
             s.judged(table.clone(), &[]);
             // The clocks need not be moved back: while quiet, pidfd mode
@@ -470,20 +470,20 @@ mod tests {
             if scan % 2 == 1 {
                 s.table_unchanged();
             }
-            let afresh = match s.next_read(false, HashSet::new(), interval) {
-                Read::Delta { afresh, details: false, .. } => afresh,
-                Read::NewPids { changed, details: false, .. } => changed.into_iter().collect(),
+            let turn = match s.next_read(false, HashSet::new(), interval) {
+                Read::Delta { turn, details: false, .. } | Read::NewPids { turn, details: false, .. } => turn,
                 other => panic!("a quiet periodic scan, got {}", other.kind()),
             };
-            assert!(afresh.len() <= 300 / SPREAD as usize + 1, "one turn's share: {}", afresh.len());
-            read_afresh.extend(afresh);
+            assert!(turn.len() <= 300 / SPREAD as usize + 1, "one turn's share: {}", turn.len());
+            assert!(turn.is_sorted(), "sorted, for the read's lookups");
+            read_again.extend(turn);
         }
-        assert_eq!(read_afresh.len(), 300, "every process read afresh within SPREAD quiet scans");
+        assert_eq!(read_again.len(), 300, "every process read again within SPREAD quiet scans");
         // A scan between periodic ones reads no turn; the quiet ends: the
         // full read is due PIDFD_RESYNC after the last quiet scan, not at once.
         s.judged(table.clone(), &[]);
         assert!(
-            matches!(s.next_read(false, HashSet::new(), interval), Read::Delta { details: true, ref afresh, .. } if afresh.is_empty())
+            matches!(s.next_read(false, HashSet::new(), interval), Read::Delta { details: true, ref turn, .. } if turn.is_empty())
         );
         s.judged(table, &[]);
         s.found(false);

@@ -131,12 +131,14 @@ pub enum Read {
     /// details may be as old as the last read that did not keep them (the
     /// caller bounds that); nothing is killed on them: the re-check before
     /// acting ([`crate::cycle::plan_from`]) reads every detail afresh.
-    NewPids { prev: Snapshot, changed: HashSet<Pid>, exited: HashSet<Pid>, details: bool },
+    /// The pids in `turn` (sorted) are read again as a full read reads them
+    /// ([`ProcFs::read_again`]): pidfd mode's safety net, spread over quiet
+    /// scans.
+    NewPids { prev: Snapshot, changed: HashSet<Pid>, exited: HashSet<Pid>, details: bool, turn: Vec<Pid> },
     /// The last snapshot brought up to date from the pids the kernel reported
     /// as changed ([`ProcFs::refresh`]); `details` as for [`Read::NewPids`].
-    /// The pids in `afresh` are read again too, alone (not their children):
-    /// pidfd mode's safety net spread over quiet scans.
-    Delta { prev: Snapshot, changed: HashSet<Pid>, details: bool, afresh: Vec<Pid> },
+    /// `turn` as for [`Read::NewPids`].
+    Delta { prev: Snapshot, changed: HashSet<Pid>, details: bool, turn: Vec<Pid> },
 }
 
 impl Read {
@@ -167,27 +169,34 @@ impl ProcFs {
     /// Reads processes the way `read` says.
     pub fn read(&self, read: Read) -> Result<Snapshot, ScanError> {
         match read {
-            Read::Fresh => self.rescan(None, Reuse::Nothing, &HashSet::new()),
-            Read::Stats { prev, changed } => self.rescan(prev.as_ref(), Reuse::Cmdlines, &changed),
-            Read::NewPids { prev, mut changed, exited, details } => {
+            Read::Fresh => self.rescan(None, Reuse::Nothing, &HashSet::new(), &[]),
+            Read::Stats { prev, changed } => self.rescan(prev.as_ref(), Reuse::Cmdlines, &changed, &[]),
+            Read::NewPids { prev, mut changed, exited, details, turn } => {
                 changed.extend(prev.after_exits(&exited));
                 let reuse = if details { Reuse::Whole } else { Reuse::Unchanged };
-                self.rescan(Some(&prev), reuse, &changed)
+                self.rescan(Some(&prev), reuse, &changed, &turn)
             }
-            Read::Delta { prev, changed, details, afresh } => Ok(self.refresh(prev, &changed, details, &afresh)),
+            Read::Delta { prev, changed, details, turn } => Ok(self.refresh(prev, &changed, details, &turn)),
         }
     }
 
     /// Reads every process. Processes that vanish mid-read are skipped silently.
     pub fn snapshot(&self) -> Result<Snapshot, ScanError> {
-        self.rescan(None, Reuse::Nothing, &HashSet::new())
+        self.rescan(None, Reuse::Nothing, &HashSet::new(), &[])
     }
 
     /// Reads every process listed in `/proc`, taking over from `prev` what
     /// `reuse` allows. Only settled identities are taken over (an unsettled
     /// one may be a same-tick newcomer), and never a pid in `changed` (the
-    /// kernel reported an exec or fork for it).
-    pub fn rescan(&self, prev: Option<&Snapshot>, reuse: Reuse, changed: &HashSet<Pid>) -> Result<Snapshot, ScanError> {
+    /// kernel reported an exec or fork for it). The pids in `turn` (sorted)
+    /// have their `stat` read again whatever `reuse` says.
+    pub fn rescan(
+        &self,
+        prev: Option<&Snapshot>,
+        reuse: Reuse,
+        changed: &HashSet<Pid>,
+        turn: &[Pid],
+    ) -> Result<Snapshot, ScanError> {
         use std::os::unix::fs::DirEntryExt;
         let tick = self.now_tick();
         let dir =
@@ -212,7 +221,12 @@ impl ProcFs {
             let p = match old {
                 // A kernel thread never execs nor changes parent: its `stat`
                 // is not read again (a desktop runs hundreds).
-                Some(q) if (unread || q.kernel_thread) && q.dir_ino == ino && ino != 0 => {
+                Some(q)
+                    if (unread || q.kernel_thread)
+                        && q.dir_ino == ino
+                        && ino != 0
+                        && turn.binary_search(&pid).is_err() =>
+                {
                     let mut q = q.clone();
                     if reuse != Reuse::Whole {
                         q.details = None;
@@ -275,6 +289,28 @@ impl ProcFs {
         }
     }
 
+    /// `procs` (sorted by pid) with the `stat` of those in `turn` (sorted)
+    /// read again, a process gone dropped.
+    fn read_turn(&self, procs: &mut Vec<Process>, turn: &[Pid], (tick, keep): (u64, usize), buf: &mut Vec<u8>) {
+        let mut path = PathBuf::new();
+        let mut gone = Vec::new();
+        let mut at = 0;
+        for pid in turn {
+            let Ok(i) = procs[at..].binary_search_by_key(pid, Process::pid).map(|i| i + at) else { continue };
+            at = i;
+            match self.read_again(&procs[i], &mut path, buf, tick, keep) {
+                Some(mut p) => {
+                    p.dir_ino = procs[i].dir_ino;
+                    procs[i] = p;
+                }
+                None => gone.push(*pid),
+            }
+        }
+        if !gone.is_empty() {
+            procs.retain(|p| gone.binary_search(&p.pid()).is_err());
+        }
+    }
+
     /// Brings `prev` up to date from the pids the kernel reported as changed
     /// (forked, exec'd or exited) instead of reading every process: the
     /// daemon's tick in event mode. Children of an exited process are re-read
@@ -282,7 +318,8 @@ impl ProcFs {
     /// (see [`Read::Delta`]): they are re-read for the processes a decision
     /// is about. Processes whose identity was not settled yet are re-read as
     /// well, so that it settles.
-    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>, details: bool, afresh: &[Pid]) -> Snapshot {
+    /// The pids in `turn` (sorted) taken over have their `stat` read again.
+    pub fn refresh(&self, prev: Snapshot, changed: &HashSet<Pid>, details: bool, turn: &[Pid]) -> Snapshot {
         let tick = self.now_tick();
         let mut dirty = changed.clone();
         for p in &prev.procs {
@@ -290,7 +327,6 @@ impl ProcFs {
                 dirty.insert(p.pid());
             }
         }
-        dirty.extend(afresh);
         let mut procs: Vec<Process> = prev
             .procs
             .into_iter()
@@ -308,6 +344,7 @@ impl ProcFs {
         for p in &mut procs {
             lines.share(&mut p.cmdline);
         }
+        self.read_turn(&mut procs, turn, (tick, lines.keep()), &mut buf);
         for &pid in &dirty {
             if let Some(mut p) = self.read_process_kept(pid, &mut buf, tick, lines.keep()) {
                 lines.share(&mut p.cmdline);
@@ -362,5 +399,48 @@ mod tests {
         read_young_again.details.as_mut().expect("details").read_tick = 1000 + tck / 2 + 1;
         take_over_details(&mut read_young_again);
         assert!(read_young_again.details.is_none());
+    }
+
+    #[test]
+    fn a_turn_reads_the_stat_again_and_sees_an_exec_that_kept_the_comm() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        // `sh` that execs another `sh` (same comm) once it reads a line,
+        // named after the line (`second-go`: in no command line before).
+        let mut child = Command::new("sh")
+            .args(["-c", "read x; exec sh -c 'read y' \"second-$x\""])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let pid = Pid::new(child.id().cast_signed()).expect("pid");
+        let procfs = ProcFs::new("/proc");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let settled = |procfs: &ProcFs| {
+            let snap = procfs.snapshot().expect("snapshot");
+            snap.get(pid).is_some_and(Process::identity_settled).then_some(snap)
+        };
+        let snap = loop {
+            if let Some(s) = settled(&procfs) {
+                break s;
+            }
+            assert!(std::time::Instant::now() < deadline, "never settled");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        child.stdin.as_mut().expect("stdin").write_all(b"go\n").expect("write");
+        while !procfs.cmdline(pid).is_some_and(|c| c.contains("second-go")) {
+            assert!(std::time::Instant::now() < deadline, "never exec'd");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let line = |s: &Snapshot| s.get(pid).map(|p| p.cmdline.to_string()).unwrap_or_default();
+        let none = HashSet::new();
+        assert!(!line(&snap).contains("second-go"), "before: {}", line(&snap));
+        assert!(!line(&procfs.refresh(snap.clone(), &none, false, &[])).contains("second-go"), "taken over");
+        assert!(line(&procfs.refresh(snap.clone(), &none, false, &[pid])).contains("second-go"), "a delta's turn");
+        let listed = procfs.rescan(Some(&snap), Reuse::Unchanged, &none, &[]).expect("rescan");
+        assert!(!line(&listed).contains("second-go"), "taken over");
+        let listed = procfs.rescan(Some(&snap), Reuse::Unchanged, &none, &[pid]).expect("rescan");
+        assert!(line(&listed).contains("second-go"), "a listing's turn");
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
