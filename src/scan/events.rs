@@ -52,10 +52,12 @@ impl Connector {
             SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
             Some(rustix::net::netlink::CONNECTOR),
         )?;
-        rustix::net::bind(&fd, &SocketAddrNetlink::new(0, CN_IDX_PROC))?;
         // Threads and ignored kinds dropped by the kernel (issue 37). Best
-        // effort: without it the same events are dropped by `parse`.
+        // effort: without it the same events are dropped by `parse`. Before
+        // the bind, which joins the group: events queue from then on (when
+        // any other listener is subscribed), and they would pass unfiltered.
         let _ = crate::sys::attach_socket_filter(std::os::fd::AsFd::as_fd(&fd), &super::events_filter::program());
+        rustix::net::bind(&fd, &SocketAddrNetlink::new(0, CN_IDX_PROC))?;
         // A larger buffer rides out fork storms (best effort).
         let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 4 << 20);
         let msg = listen_message(rustix::process::getpid().as_raw_nonzero().get().cast_unsigned());

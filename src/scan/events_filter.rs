@@ -176,6 +176,7 @@ mod tests {
         child.wait().expect("wait");
         let mut buf = vec![0u8; 8192];
         let (mut datagrams, mut dropped_by_parse) = (0, 0);
+        let mut dropped = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             match rustix::net::recv(&fd, &mut buf, rustix::net::RecvFlags::empty()) {
@@ -184,6 +185,9 @@ mod tests {
                     parse(&buf[..n.min(buf.len())], &mut events);
                     datagrams += 1;
                     dropped_by_parse += usize::from(events.is_empty());
+                    if events.is_empty() {
+                        dropped.push(buf[..n.min(buf.len()).min(72)].to_vec());
+                    }
                     if events.contains(&ProcEvent::Exit { pid }) {
                         break;
                     }
@@ -197,6 +201,9 @@ mod tests {
                 Err(e) => panic!("recv: {e}"),
             }
         }
-        assert_eq!(dropped_by_parse, 0, "{dropped_by_parse} of {datagrams} datagrams were threads or ignored kinds");
+        assert_eq!(
+            dropped_by_parse, 0,
+            "{dropped_by_parse} of {datagrams} datagrams were threads or ignored kinds: {dropped:?}"
+        );
     }
 }

@@ -234,7 +234,13 @@ impl ProcFs {
                     take_over_details(&mut q);
                     Some(q)
                 }
-                Some(q) => self.read_again(q, &mut path, &mut buf, tick, lines.keep()),
+                Some(q) => {
+                    // Outside a turn, a new inode under an old pid: reused.
+                    if unread && turn.binary_search(&pid).is_err() {
+                        read_now.insert(pid);
+                    }
+                    self.read_again(q, &mut path, &mut buf, tick, lines.keep())
+                }
                 None => {
                     if unread {
                         read_now.insert(pid);
