@@ -32,16 +32,23 @@ fn sees(st: &Value, root: i32, verdict: &str) -> bool {
     st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == root && t["verdict"] == verdict))
 }
 
+/// A daemon on `sb` at interval 1 s and quiet interval an hour, and its
+/// status once its first scan found nothing to follow.
+fn quiet_daemon(sb: &Sandbox, extra: &[&str]) -> (Daemon, Value) {
+    let cfg = sb.dir().config_with(0, "interval_secs = 1\nquiet_interval_secs = 3600", "");
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(extra));
+    let st =
+        d.status_until(Duration::from_secs(60), "the first scan, quiet", |st| scans(st) >= 1 && st["quiet"] == true);
+    (d, st)
+}
+
 /// A shell (which starts a host and its server on SIGUSR1) and a bystander;
 /// interval 1 s, quiet interval an hour.
 fn quiet_then_a_host(extra: &[&str]) {
     let host = Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT)));
     let mut sb = Sandbox::new(vec![Spec::new(&["-bash"]).on_usr1(host), Spec::new(BYSTANDER)]);
     let (shell, bystander) = (sb.pid_of("-bash"), sb.pid_of("sleep"));
-    let cfg = sb.dir().config_with(0, "interval_secs = 1\nquiet_interval_secs = 3600", "");
-    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(extra));
-    let st =
-        d.status_until(Duration::from_secs(60), "the first scan, quiet", |st| scans(st) >= 1 && st["quiet"] == true);
+    let (d, st) = quiet_daemon(&sb, extra);
     assert_eq!(st["quiet_interval_secs"], 3600, "{st:#}");
 
     // Quiet: no periodic scan at the 1 s interval. Waiting is the only way
@@ -92,9 +99,7 @@ fn a_shell_execs_into_a_host(extra: &[&str]) {
     let host = Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT)));
     let mut sb = Sandbox::new(vec![Spec::new(&["-bash"]).exec_on_usr1(host), Spec::new(BYSTANDER)]);
     let (shell, bystander) = (sb.pid_of("-bash"), sb.pid_of("sleep"));
-    let cfg = sb.dir().config_with(0, "interval_secs = 1\nquiet_interval_secs = 3600", "");
-    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(extra));
-    d.status_until(Duration::from_secs(60), "the first scan, quiet", |st| scans(st) >= 1 && st["quiet"] == true);
+    let (d, _) = quiet_daemon(&sb, extra);
 
     let total = sb.ready().len() + 3;
     sb.signal(shell, Signal::USR1);

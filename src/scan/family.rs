@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use super::process::{Process, Snapshot};
 use super::procfs::ProcFs;
-use crate::ids::{Identity, Pid};
+use crate::ids::Pid;
 
 /// The processes of `now` whose parent at `prev` is no longer there: gone,
 /// or its pid held by another process. Both are sorted by pid: one walk.
@@ -44,26 +44,31 @@ pub(super) fn parents_of_newcomers(now: &Snapshot, read: &HashSet<Pid>) -> HashS
 }
 
 impl ProcFs {
-    /// Reads `again` anew in `snap` (see [`ProcFs::read_again`]: the command
-    /// line is taken over unless the process exec'd); one gone is dropped.
-    pub(super) fn read_family_again(&self, snap: &mut Snapshot, again: &HashSet<Pid>, keep: usize) {
-        if again.is_empty() {
-            return;
-        }
-        let tick = self.now_tick();
+    /// Reads the processes of `procs` (sorted by pid) whose pids are in
+    /// `pids` again, as a full read does ([`ProcFs::read_again`]: the
+    /// command line taken over unless the process exec'd); one gone is
+    /// dropped. Serves the reads above and pidfd mode's quiet turns.
+    pub(super) fn read_again_among(
+        &self,
+        procs: &mut Vec<Process>,
+        pids: impl IntoIterator<Item = Pid>,
+        (tick, keep): (u64, usize),
+    ) {
         let (mut path, mut buf) = (std::path::PathBuf::new(), Vec::with_capacity(1024));
-        let mut gone: Vec<Identity> = Vec::new();
-        for &pid in again {
-            let Some(i) = snap.index_of(pid) else { continue };
-            match self.read_again(&snap.procs[i], &mut path, &mut buf, tick, keep) {
+        let mut gone: Vec<Pid> = Vec::new();
+        for pid in pids {
+            let Ok(i) = procs.binary_search_by_key(&pid, Process::pid) else { continue };
+            match self.read_again(&procs[i], &mut path, &mut buf, tick, keep) {
                 Some(mut p) => {
-                    p.dir_ino = snap.procs[i].dir_ino;
-                    snap.procs[i] = p;
+                    p.dir_ino = procs[i].dir_ino;
+                    procs[i] = p;
                 }
-                None => gone.push(snap.procs[i].id),
+                None => gone.push(pid),
             }
         }
-        snap.procs.retain(|p| !gone.contains(&p.id));
+        if !gone.is_empty() {
+            procs.retain(|p| !gone.contains(&p.pid()));
+        }
     }
 }
 

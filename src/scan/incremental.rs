@@ -218,15 +218,11 @@ impl ProcFs {
                 .filter(|_| reuse != Reuse::Nothing)
                 .and_then(|s| s.get(pid))
                 .filter(|q| q.identity_settled() && !changed.contains(&pid) && !kept_short(q));
+            let in_turn = turn.binary_search(&pid).is_ok();
             let p = match old {
                 // A kernel thread never execs nor changes parent: its `stat`
                 // is not read again (a desktop runs hundreds).
-                Some(q)
-                    if (unread || q.kernel_thread)
-                        && q.dir_ino == ino
-                        && ino != 0
-                        && turn.binary_search(&pid).is_err() =>
-                {
+                Some(q) if (unread || q.kernel_thread) && q.dir_ino == ino && ino != 0 && !in_turn => {
                     let mut q = q.clone();
                     if reuse != Reuse::Whole {
                         q.details = None;
@@ -236,7 +232,7 @@ impl ProcFs {
                 }
                 Some(q) => {
                     // Outside a turn, a new inode under an old pid: reused.
-                    if unread && turn.binary_search(&pid).is_err() {
+                    if unread && !in_turn {
                         read_now.insert(pid);
                     }
                     self.read_again(q, &mut path, &mut buf, tick, lines.keep())
@@ -259,7 +255,7 @@ impl ProcFs {
             let mut again = family::orphaned_since(prev, &snap);
             again.retain(|p| !read_now.contains(p));
             again.extend(family::parents_of_newcomers(&snap, &read_now));
-            self.read_family_again(&mut snap, &again, lines.keep());
+            self.read_again_among(&mut snap.procs, again, (tick, lines.keep()));
         }
         Ok(snap)
     }
@@ -292,28 +288,6 @@ impl ProcFs {
             }
             Some(_) => self.read_process_kept(pid, buf, tick, keep),
             None => None,
-        }
-    }
-
-    /// `procs` (sorted by pid) with the `stat` of those in `turn` (sorted)
-    /// read again, a process gone dropped.
-    fn read_turn(&self, procs: &mut Vec<Process>, turn: &[Pid], (tick, keep): (u64, usize), buf: &mut Vec<u8>) {
-        let mut path = PathBuf::new();
-        let mut gone = Vec::new();
-        let mut at = 0;
-        for pid in turn {
-            let Ok(i) = procs[at..].binary_search_by_key(pid, Process::pid).map(|i| i + at) else { continue };
-            at = i;
-            match self.read_again(&procs[i], &mut path, buf, tick, keep) {
-                Some(mut p) => {
-                    p.dir_ino = procs[i].dir_ino;
-                    procs[i] = p;
-                }
-                None => gone.push(*pid),
-            }
-        }
-        if !gone.is_empty() {
-            procs.retain(|p| gone.binary_search(&p.pid()).is_err());
         }
     }
 
@@ -350,7 +324,7 @@ impl ProcFs {
         for p in &mut procs {
             lines.share(&mut p.cmdline);
         }
-        self.read_turn(&mut procs, turn, (tick, lines.keep()), &mut buf);
+        self.read_again_among(&mut procs, turn.iter().copied(), (tick, lines.keep()));
         for &pid in &dirty {
             if let Some(mut p) = self.read_process_kept(pid, &mut buf, tick, lines.keep()) {
                 lines.share(&mut p.cmdline);
@@ -359,7 +333,7 @@ impl ProcFs {
         }
         let mut snap = Snapshot::from_processes(procs, self.context());
         let parents = family::parents_of_newcomers(&snap, &dirty);
-        self.read_family_again(&mut snap, &parents, lines.keep());
+        self.read_again_among(&mut snap.procs, parents, (tick, lines.keep()));
         snap
     }
 }
