@@ -99,15 +99,25 @@ impl Forest {
         };
         f.in_scope = match scope {
             None => vec![true; n],
-            Some(s) => {
-                let mut v = vec![false; n];
-                for d in f.descendants(s).into_iter().skip(1) {
-                    v[d.0] = true;
-                }
-                v
-            }
+            Some(s) => f.below(s),
         };
         f
+    }
+
+    /// Whether each process is a strict descendant of `s`: the marks are
+    /// the walk's visited set (a scope holding 10,000 processes cost a
+    /// hash set of them at every judgement, 3.5 ms of 5.9; issue 37).
+    fn below(&self, s: usize) -> Vec<bool> {
+        let mut v = vec![false; self.children.len()];
+        let mut stack: Vec<usize> = self.children[s].clone();
+        while let Some(j) = stack.pop() {
+            // A cycle can only come from a torn read; never loop.
+            if j == s || std::mem::replace(&mut v[j], true) {
+                continue;
+            }
+            stack.extend_from_slice(&self.children[j]);
+        }
+        v
     }
 
     /// Re-classifies the given processes (after their exe became known).

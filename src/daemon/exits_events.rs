@@ -90,8 +90,21 @@ impl ExitWatch {
                 return Err(e);
             }
         };
+        let exit = self.take_events(&batch.events, schedule, scope, look);
+        Ok(Intake { lost: batch.lost, exit })
+    }
+
+    /// What a batch of events changes: pids to read again, hosts and
+    /// servers to scan for soon; whether an exit calls for a scan.
+    pub(super) fn take_events(
+        &mut self,
+        events: &[ProcEvent],
+        schedule: &mut Schedule,
+        scope: Option<Pid>,
+        look: impl Fn(Pid) -> Option<Seen>,
+    ) -> bool {
         let mut exit = false;
-        for e in &batch.events {
+        for e in events {
             match *e {
                 ProcEvent::Exec { pid } => {
                     schedule.changed(pid);
@@ -121,6 +134,8 @@ impl ExitWatch {
                 }
                 ProcEvent::Exit { pid } => {
                     schedule.changed(pid);
+                    // Born and gone between two scans: nothing to read.
+                    schedule.gone_unread(pid);
                     self.gone.insert(pid);
                     for &r in self.reread.get(&pid).into_iter().flatten() {
                         schedule.changed(r);
@@ -138,7 +153,7 @@ impl ExitWatch {
                 }
             }
         }
-        Ok(Intake { lost: batch.lost, exit })
+        exit
     }
 
     /// Event mode: whether `pid` has a child not known to have exited: one

@@ -19,8 +19,8 @@ fn process(p: i32, ppid: i32) -> Process {
     Process::synthetic(p, ppid, p.cast_unsigned().into(), "x")
 }
 
-/// A schedule whose last judged snapshot holds `(pid, ppid)`s.
-fn judged(procs: &[(i32, i32)]) -> Schedule {
+/// A snapshot of `(pid, ppid)`s.
+fn snapshot(procs: &[(i32, i32)]) -> Snapshot {
     let ctx = Context {
         self_pid: None,
         self_pidns: None,
@@ -29,9 +29,13 @@ fn judged(procs: &[(i32, i32)]) -> Schedule {
         uptime_secs: 100_000.0,
         clk_tck: 100,
     };
-    let snap = Snapshot::from_processes(procs.iter().map(|&(p, pp)| process(p, pp)).collect(), ctx);
+    Snapshot::from_processes(procs.iter().map(|&(p, pp)| process(p, pp)).collect(), ctx)
+}
+
+/// A schedule whose last judged snapshot holds `(pid, ppid)`s.
+fn judged(procs: &[(i32, i32)]) -> Schedule {
     let mut s = Schedule::new();
-    s.judged(snap, &[]);
+    s.judged(snapshot(procs), &[]);
     s
 }
 
@@ -166,4 +170,34 @@ fn pidfd_mode_watches_so_many_processes_between_scans_and_then_asks_for_a_scan()
         assert!(w.provisional.contains_key(&me.pid), "watched through a pidfd of its own");
         w.scanning();
     });
+}
+
+#[test]
+fn a_pid_born_and_gone_between_scans_is_not_read_unless_a_fork_reused_it() {
+    use crate::scan::Read;
+    use crate::scan::events::ProcEvent;
+    // 600 is in the last snapshot; 700 and 701 were born since.
+    let mut s = Schedule::new();
+    let interval = std::time::Duration::from_secs(30);
+    // The first read is a fresh one; the next builds on what it judged.
+    assert!(matches!(s.next_read(true, HashSet::new(), interval), Read::Fresh));
+    s.judged(snapshot(&[(1, 0), (600, 1)]), &[]);
+    let mut w = ExitWatch::new(None);
+    let events = [
+        ProcEvent::Fork { parent: pid(1), child: pid(700) },
+        ProcEvent::Exit { pid: pid(700) },
+        ProcEvent::Exit { pid: pid(600) },
+        ProcEvent::Fork { parent: pid(1), child: pid(701) },
+        ProcEvent::Exit { pid: pid(701) },
+        ProcEvent::Fork { parent: pid(1), child: pid(701) },
+    ];
+    w.take_events(&events, &mut s, None, world(&[]));
+    match s.next_read(true, HashSet::new(), interval) {
+        Read::Delta { changed, .. } => assert_eq!(
+            changed,
+            HashSet::from([pid(600), pid(701)]),
+            "600 is read to leave the snapshot, 701 was forked again; 700 is not opened"
+        ),
+        other => panic!("expected a read of what changed, got {}", other.kind()),
+    }
 }

@@ -206,12 +206,14 @@ impl Schedule {
         self.changed.insert(pid);
     }
 
-    /// Pidfd mode: a pid counted since the last scan was gone when looked
-    /// at: the next read need not open it (under churn most pids are, ~250
-    /// a second, each a failed lookup a second time; issue 37). Only a pid
-    /// the last snapshot lacks: one it holds must be read to leave it. Gone
+    /// A pid born since the last scan is gone already: the next read need
+    /// not open it (under churn most are, ~250 a second, each a failed
+    /// lookup; issue 37). Pidfd mode: the births look found it gone; gone
     /// stays gone until the pid counter wraps, which makes the next read a
     /// listing (see `births`), and a listing reads every new pid anyway.
+    /// Event mode: the kernel reported its exit; a later fork that reuses
+    /// the pid marks it changed again. Only a pid the last snapshot lacks:
+    /// one it holds must be read to leave it (a zombie is read as one).
     pub fn gone_unread(&mut self, pid: Pid) {
         if self.last.as_ref().is_some_and(|s| s.get(pid).is_none()) {
             self.changed.remove(&pid);

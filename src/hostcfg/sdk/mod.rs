@@ -154,13 +154,12 @@ impl SdkCache {
                 }
                 continue;
             }
+            // Cheapest first: a lookup, a walk up, then the patterns.
             if fresh >= PER_CYCLE
+                || self.unlinked.get(&p.id).is_some_and(|t| t.elapsed() < RELOOK)
                 || !would_hang_below_adopter_or_host(snap, forest, i)
                 || cfg.matcher.is_bystander(crate::tree::subject(p))
             {
-                continue;
-            }
-            if self.unlinked.get(&p.id).is_some_and(|t| t.elapsed() < RELOOK) {
                 continue;
             }
             let dir = procfs.root().join(p.pid().get().to_string());
