@@ -325,6 +325,10 @@ impl ProcFs {
             lines.share(&mut p.cmdline);
         }
         self.read_again_among(&mut procs, turn.iter().copied(), (tick, lines.keep()));
+        // Room for what is read again, once: a push past the capacity
+        // doubles it (a copy of the table, and twice its memory while the
+        // snapshot is built; 1.4 MB at 10,000 processes).
+        procs.reserve_exact(dirty.len());
         for &pid in &dirty {
             if let Some(mut p) = self.read_process_kept(pid, &mut buf, tick, lines.keep()) {
                 lines.share(&mut p.cmdline);

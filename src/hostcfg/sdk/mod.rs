@@ -134,30 +134,36 @@ impl SdkCache {
         forest: &mut Forest,
         eligible: &dyn Fn(u32) -> bool,
     ) {
-        let mut fresh = 0;
+        let candidate = |i: usize, p: &Process| {
+            !(p.kernel_thread || p.cmdline.is_empty() || p.state.is_zombie() || !forest.in_scope(i))
+                && forest.role(i) == Role::Other
+                && !forest.origins.contains_key(&i)
+                && matches!(p.program.via, Via::Script | Via::Runner | Via::Exec)
+        };
+        // What earlier cycles decided, for the same process and command line
+        // (an exec keeps the identity, not the program): found from the
+        // decisions, not by a lookup for every process (issue 37: at 10,000
+        // processes two hash lookups each were half a judgement's time).
         let mut found = Vec::new();
-        for (i, p) in snap.procs.iter().enumerate() {
-            if p.kernel_thread || p.cmdline.is_empty() || p.state.is_zombie() || !forest.in_scope(i) {
-                continue;
-            }
-            if forest.role(i) != Role::Other || forest.origins.contains_key(&i) {
-                continue;
-            }
-            if !matches!(p.program.via, Via::Script | Via::Runner | Via::Exec) {
-                continue;
-            }
-            if let Some((line, known)) = self.decided.get(&p.id)
-                && *line == p.cmdline
+        for (id, (line, known)) in &self.decided {
+            let Some(i) = snap.index_of(id.pid) else { continue };
+            let p = &snap.procs[i];
+            if let Some(e) = known
+                && p.id == *id
+                && p.cmdline == *line
+                && candidate(i, p)
             {
-                if let Some(e) = known {
-                    found.push((i, Arc::clone(e)));
-                }
-                continue;
+                found.push((i, Arc::clone(e)));
             }
-            // Cheapest first: a lookup, a walk up, then the patterns.
+        }
+        let mut fresh = 0;
+        for (i, p) in snap.procs.iter().enumerate() {
+            // Cheapest first: the role and program, a walk up, lookups, the patterns.
             if fresh >= PER_CYCLE
-                || self.unlinked.get(&p.id).is_some_and(|t| t.elapsed() < RELOOK)
+                || !candidate(i, p)
                 || !would_hang_below_adopter_or_host(snap, forest, i)
+                || self.decided.get(&p.id).is_some_and(|(line, _)| *line == p.cmdline)
+                || self.unlinked.get(&p.id).is_some_and(|t| t.elapsed() < RELOOK)
                 || cfg.matcher.is_bystander(crate::tree::subject(p))
             {
                 continue;
