@@ -300,13 +300,18 @@ fn state_fault(test: &str, fault: StateFault) {
             std::fs::remove_file(full.join("fill")).expect("removing the filler");
             // A fourth orphan changes the grace book: the state file is written.
             orphan_and_wait_reaped(&sb, &d, "4");
-            let ok = wait_until(Duration::from_secs(60), || d.count("is writable again") >= 2);
-            assert!(ok, "{}", d.log_text());
             let again = |what: &str| {
                 d.log_text().lines().filter(|l| l.contains(what) && l.contains("is writable again")).count()
             };
-            assert_eq!(again("state file"), 1, "{}", d.log_text());
-            assert_eq!(again("metrics textfile"), 1, "{}", d.log_text());
+            // Each of the three files says so on its own write: wait for
+            // every one by name (a count of any two raced the metrics write
+            // once the history file joined them).
+            let files = ["state file", "history file", "metrics textfile"];
+            let ok = wait_until(Duration::from_secs(60), || files.iter().all(|f| again(f) >= 1));
+            assert!(ok, "{}", d.log_text());
+            for f in files {
+                assert_eq!(again(f), 1, "{f}: {}", d.log_text());
+            }
             let now: Value = serde_json::from_slice(&std::fs::read(full.join("state.json")).unwrap()).unwrap();
             assert_eq!(now["version"], 1, "{now}");
             let leftovers: Vec<_> = std::fs::read_dir(&full)
