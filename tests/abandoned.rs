@@ -493,3 +493,36 @@ fn looking_at_a_stdin_socket_from_another_network_namespace_never_takes_what_wai
     assert_eq!(&buf[..n], msg, "the reaper's looks left the pending bytes in the socket");
     sb.assert_alive(&[host, server]);
 }
+
+/// A daemon leaves a live host's servers uninspected in their first second
+/// (issue 37: their fds, cgroup and stdin question were read at every scan
+/// of a short life), then reads them: a server dropped in its first second
+/// is still found abandoned, and nothing else is touched.
+#[test]
+fn daemon_inspects_a_live_hosts_new_server_once_settled_and_finds_it_abandoned() {
+    const TEST: &str = "daemon_inspects_a_live_hosts_new_server_once_settled_and_finds_it_abandoned";
+    let sb = Sandbox::new(vec![
+        Spec::new(CLAUDE).child(Spec::new(PIPE_SERVER).close_stdin_after(300)).child(Spec::new(OTHER_SERVER)),
+    ]);
+    let ready = Instant::now();
+    let (host, gone, kept) =
+        (sb.pid_of("claude"), sb.pid_of(&PIPE_SERVER.join(" ")), sb.pid_of(&OTHER_SERVER.join(" ")));
+    let cfg = sb.dir().config_with(0, "interval_secs = 1", "");
+    let d = common::Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &common::Launch::default());
+    let answering = ready.elapsed();
+    d.status_until(Duration::from_secs(60), "the abandoned server is reaped", |st| {
+        st["recent"].as_array().is_some_and(|r| r.iter().any(|e| e["root"] == gone && e["verdict"] == "abandoned"))
+    });
+    assert!(wait_until(Duration::from_secs(60), || !alive(gone)), "the abandoned server survived");
+    sb.assert_alive(&[host, kept, sb.scope_pid()]);
+    // Its first sight, when it came in the server's first second.
+    let log = d.log_text();
+    let first = log.lines().find(|l| l.contains(&format!("live tree root={gone} "))).unwrap_or("");
+    if answering < Duration::from_millis(500) {
+        assert!(first.contains("inspected once settled"), "first sight: {first:?}\n{log}");
+    } else {
+        eprintln!("{TEST}: the daemon answered {answering:?} after the tree was ready: its first sight is not checked");
+    }
+    let reaped = log.lines().find(|l| l.contains(&format!("reaped abandoned tree root={gone}"))).unwrap_or("");
+    assert!(reaped.contains(&format!("stdin closed by claude --resume (pid {host})")), "{log}");
+}

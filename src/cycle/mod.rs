@@ -41,6 +41,15 @@ impl fmt::Display for AssessError {
 
 impl std::error::Error for AssessError {}
 
+/// Whether the members of a live host's tree in their first second are
+/// inspected now ([`policy::settling`]): a one-shot scan reads them; a
+/// daemon, which scans again, leaves them until they have settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Young {
+    Read,
+    Defer,
+}
+
 /// Scans, builds the trees, loads details where decisions need them, judges
 /// (under the memory `pressure` measured, if any).
 pub fn assess(
@@ -53,7 +62,7 @@ pub fn assess(
 ) -> Result<Assessment, AssessError> {
     let started = Instant::now();
     let snap = procfs.snapshot().map_err(AssessError::Scan)?;
-    assess_snapshot(procfs, cfg, scope, grace, now, snap, started, pressure)
+    assess_snapshot(procfs, cfg, scope, grace, now, snap, started, pressure, Young::Read)
 }
 
 /// Judges a snapshot already read (fully, or refreshed from process events).
@@ -67,6 +76,7 @@ pub fn assess_snapshot(
     mut snap: Snapshot,
     started: Instant,
     pressure: Option<Pressure>,
+    young: Young,
 ) -> Result<Assessment, AssessError> {
     if let Some(s) = scope
         && snap.get(s).is_none()
@@ -103,12 +113,18 @@ pub fn assess_snapshot(
         for j in &judgements {
             want.extend(j.members.iter().map(|&(m, _)| m));
         }
-        want.retain(|&i| snap.procs[i].details.is_none() && !snap.procs[i].kernel_thread);
+        let settling = match young {
+            Young::Defer => policy::settling::unread(&snap, &judgements),
+            Young::Read => std::collections::HashSet::new(),
+        };
+        want.retain(|&i| snap.procs[i].details.is_none() && !snap.procs[i].kernel_thread && !settling.contains(&i));
         // Once every detail is in, the stdins of live hosts' trees (and of
         // adopted hosts without a terminal): whether anyone still writes.
         let questions = if want.is_empty() { policy::questions(&snap, &forest, &judgements) } else { Vec::new() };
         if (want.is_empty() && questions.is_empty()) || rounds == 5 {
             // A member still without details is protected by the policy.
+            let mut judgements = judgements;
+            policy::settling::note(&snap, &mut judgements);
             return Ok(Assessment {
                 duplicates: policy::duplicates(&snap, &judgements),
                 snapshot: snap,
@@ -171,10 +187,11 @@ pub fn plan(
     pressure: Option<Pressure>,
 ) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
     let a = assess(procfs, cfg, scope, book, now, pressure)?;
-    plan_from(procfs, cfg, scope, book, now, a, pressure)
+    plan_from(procfs, cfg, scope, book, now, a, pressure, Young::Read)
 }
 
 /// The second half of [`plan`]: grace book and re-check, from a judgement made.
+#[allow(clippy::too_many_arguments)] // the policy's inputs, each its own thing
 pub fn plan_from(
     procfs: &ProcFs,
     cfg: &Config,
@@ -183,6 +200,7 @@ pub fn plan_from(
     now: SystemTime,
     a: Assessment,
     pressure: Option<Pressure>,
+    young: Young,
 ) -> Result<(Assessment, Vec<crate::reap::Order>), AssessError> {
     let candidates: Vec<_> = a.judgements.iter().filter(|j| j.candidate).map(|j| j.root_id(&a.snapshot)).collect();
     book.retain_candidates(candidates, now);
@@ -209,7 +227,7 @@ pub fn plan_from(
             .rescan(Some(&judged), Reuse::Cmdlines, &std::collections::HashSet::default(), &[])
             .map_err(AssessError::Scan)?,
     };
-    let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started, pressure)?;
+    let fresh = assess_snapshot(procfs, cfg, scope, book, SystemTime::now(), snap, started, pressure, young)?;
     let mut orders: Vec<crate::reap::Order> = fresh
         .judgements
         .iter()

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{AssessError, Assessment, CycleSummary, assess_snapshot, plan_from};
+use super::{AssessError, Assessment, CycleSummary, Young, assess_snapshot, plan_from};
 use crate::config::Config;
 use crate::ids::{Identity, Pid};
 use crate::policy::{GraceBook, Judgement, Verdict};
@@ -90,6 +90,7 @@ impl Cycle<'_> {
         let lineage = crate::hostcfg::lineage_changes();
         let (procfs, cfg, scope, pressure) = (self.procfs, self.cfg, self.scope, self.pressure);
         let kind = read.kind();
+        let young = if self.kind == Kind::Tick { Young::Defer } else { Young::Read };
         let mut lap = [Duration::ZERO; 2];
         let judged = procfs
             .read(read)
@@ -97,12 +98,12 @@ impl Cycle<'_> {
             .and_then(|snap| {
                 lap[0] = started.elapsed();
                 memory.book.lineage.note_moves(&snap);
-                assess_snapshot(procfs, cfg, scope, &memory.book, now, snap, started, pressure)
+                assess_snapshot(procfs, cfg, scope, &memory.book, now, snap, started, pressure, young)
             })
             .and_then(|a| {
                 lap[1] = started.elapsed();
                 memory.book.lineage.watch(&a.snapshot, &a.forest, a.judgements.iter().map(|j| (j.root, j.host)));
-                plan_from(procfs, cfg, scope, &mut memory.book, now, a, pressure)
+                plan_from(procfs, cfg, scope, &mut memory.book, now, a, pressure, young)
             });
         tracing::debug!(
             "cycle ({kind} read): read {:.1} ms, judged at {:.1} ms, planned at {:.1} ms",

@@ -52,5 +52,14 @@ impl Resident {
         let ranges = self.ranges.get_or_insert_with(crate::sys::own_read_only_pages);
         let bytes = crate::sys::drop_own_read_only_pages(ranges);
         tracing::trace!("{bytes} bytes of the binary's read-only pages left the page tables");
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let (used, free, apart) = crate::sys::heap_figures();
+            tracing::debug!(
+                "heap: {} KiB in use, {} KiB free in it, {} KiB mapped apart",
+                used >> 10,
+                free >> 10,
+                apart >> 10
+            );
+        }
     }
 }

@@ -16,6 +16,7 @@ mod modes;
 mod person;
 mod pressure;
 mod session;
+pub mod settling;
 mod stale;
 pub mod surplus;
 mod terminal;
