@@ -294,8 +294,18 @@ fn level(cfg: &Config, cfg_path: &std::path::Path, reps: usize) -> Level {
         for reuse in [Reuse::Cmdlines, Reuse::Unchanged] {
             let t = Instant::now();
             let snap = procfs.rescan(prev.as_ref(), reuse, &none, &[]).expect("rescan");
-            let a =
-                cycle::assess_snapshot(&procfs, cfg, None, &grace, SystemTime::now(), snap, t, None).expect("assess");
+            let a = cycle::assess_snapshot(
+                &procfs,
+                cfg,
+                None,
+                &grace,
+                SystemTime::now(),
+                snap,
+                t,
+                None,
+                cycle::Young::Defer,
+            )
+            .expect("assess");
             timings.push(t.elapsed());
             prev = Some(a.snapshot);
         }
