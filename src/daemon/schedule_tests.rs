@@ -152,3 +152,27 @@ fn pidfd_modes_safety_net_is_spread_over_quiet_scans() {
     s.found(false);
     assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::Delta { .. }));
 }
+
+#[test]
+fn children_are_found_from_the_index_by_parent() {
+    use crate::scan::{Context, Process};
+    let mut s = Schedule::new();
+    assert_eq!(s.children_of(pid(1)), None, "no snapshot yet");
+    let procs = vec![
+        Process::synthetic(1, 0, 1, "/sbin/init"),
+        Process::synthetic(7, 1, 2, "bash"),
+        Process::synthetic(9, 7, 3, "claude"),
+        Process::synthetic(12, 1, 4, "sshd"),
+        Process::synthetic(15, 9, 5, "npm exec @playwright/mcp@latest"),
+        Process::synthetic(20, 9, 6, "uvx mcp-server-fetch"),
+        Process::synthetic(21, 7, 7, "vim"),
+    ];
+    s.judged(Snapshot::from_processes(procs, Context::default()), &[]);
+    let kids = |p: i32| s.children_of(pid(p)).unwrap().iter().map(|id| id.pid.get()).collect::<Vec<_>>();
+    assert_eq!(kids(1), [7, 12]);
+    assert_eq!(kids(7), [9, 21]);
+    assert_eq!(kids(9), [15, 20]);
+    assert!(kids(15).is_empty() && kids(8).is_empty() && kids(99).is_empty());
+    let ids = s.children_of(pid(9)).unwrap();
+    assert_eq!(ids[1].start_time.0, 6, "the child's identity, start time included");
+}
