@@ -124,7 +124,9 @@ pub fn assess_snapshot(
         if (want.is_empty() && questions.is_empty()) || rounds == 5 {
             // A member still without details is protected by the policy.
             let mut judgements = judgements;
-            policy::settling::note(&snap, &mut judgements);
+            if young == Young::Defer {
+                policy::settling::note(&snap, &mut judgements);
+            }
             return Ok(Assessment {
                 duplicates: policy::duplicates(&snap, &judgements),
                 snapshot: snap,

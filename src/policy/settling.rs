@@ -1,8 +1,8 @@
 //! A live host's newest processes are not inspected in their first second
-//! (issue 37). Their tree is live whatever their fds say: what a live
-//! host's tree can lose it is its host (whose exit is watched, and whose
-//! trees are then read whole) or the host's hold on it (abandoned, which a
-//! later scan sees as well). Their details would be read again anyway
+//! (issue 37). Their tree is live whatever their fds say: it can end only
+//! with its host (whose exit is watched, and whose trees are then read
+//! whole) or when the host lets it go (abandoned, which a later scan sees
+//! as well). Their details would be read again anyway
 //! while they settle (`scan::incremental`'s `DETAILS_SETTLED_SECS`), and a
 //! host that starts a server per request (the load bench's churn) had each
 //! one's `status`, links, cgroup and stdin question read at every scan of
