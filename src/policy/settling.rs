@@ -2,8 +2,8 @@
 //! (issue 37). Their tree is live whatever their fds say: it can end only
 //! with its host (whose exit is watched, and whose trees are then read
 //! whole) or when the host lets it go (abandoned, which a later scan sees
-//! as well). Their details would be read again anyway
-//! while they settle (`scan::incremental`'s `DETAILS_SETTLED_SECS`), and a
+//! as well). Their details would be read again anyway while they settle
+//! ([`crate::scan::DETAILS_SETTLED_SECS`], the same span), and a
 //! host that starts a server per request (the load bench's churn) had each
 //! one's `status`, links, cgroup and stdin question read at every scan of
 //! its short life. Waiting can only delay a verdict of abandonment by a
@@ -16,21 +16,17 @@ use std::fmt::Write as _;
 use super::{Judgement, Verdict};
 use crate::scan::Snapshot;
 
-/// How long a process under a live host goes uninspected.
-const SETTLING_SECS: f64 = 1.0;
-
 /// Members of live hosts' trees whose details need not be loaded now:
-/// started under [`SETTLING_SECS`] ago, and in no tree judged otherwise.
+/// young (see [`young`]), and in no tree judged otherwise.
 pub fn unread(snap: &Snapshot, judgements: &[Judgement]) -> HashSet<usize> {
-    let live = |j: &&Judgement| j.verdict == Verdict::Live && j.host.is_some() && !j.candidate;
     let mut out: HashSet<usize> = judgements
         .iter()
-        .filter(live)
+        .filter(|j| under_live_host(j))
         .flat_map(|j| j.members.iter().map(|&(m, _)| m))
         .filter(|&m| young(snap, m))
         .collect();
     if !out.is_empty() {
-        for j in judgements.iter().filter(|j| !live(j)) {
+        for j in judgements.iter().filter(|j| !under_live_host(j)) {
             for (m, _) in &j.members {
                 out.remove(m);
             }
@@ -42,19 +38,26 @@ pub fn unread(snap: &Snapshot, judgements: &[Judgement]) -> HashSet<usize> {
 /// Says, in the reason of each live tree judged without some of its
 /// members' details, that they are read once settled.
 pub fn note(snap: &Snapshot, judgements: &mut [Judgement]) {
-    for j in judgements.iter_mut().filter(|j| j.verdict == Verdict::Live && j.host.is_some()) {
-        let n = j.members.iter().filter(|&&(m, _)| snap.procs[m].details.is_none() && young(snap, m)).count();
+    for j in judgements.iter_mut().filter(|j| under_live_host(j)) {
+        let n = j.members.iter().filter(|&&(m, _)| young(snap, m)).count();
         if n > 0 {
             let _ = write!(j.reason, "; {n} member(s) started under a second ago, inspected once settled");
         }
     }
 }
 
-/// Started under [`SETTLING_SECS`] before the scan. A snapshot that does
-/// not know the time (a fixture without `uptime`) has no young process.
+/// A tree kept because a host above it lives (`judge_under_host`).
+fn under_live_host(j: &Judgement) -> bool {
+    j.verdict == Verdict::Live && j.host.is_some() && !j.candidate
+}
+
+/// Not read yet, and started under [`crate::scan::DETAILS_SETTLED_SECS`]
+/// before the scan. A snapshot that does not know the time (a fixture
+/// without `uptime`) has no young process.
 fn young(snap: &Snapshot, m: usize) -> bool {
     let p = &snap.procs[m];
-    snap.ctx.uptime_secs > 0.0 && !p.kernel_thread && p.details.is_none() && snap.age_secs(p) < SETTLING_SECS
+    let settled = crate::scan::DETAILS_SETTLED_SECS as f64;
+    snap.ctx.uptime_secs > 0.0 && !p.kernel_thread && p.details.is_none() && snap.age_secs(p) < settled
 }
 
 #[cfg(test)]

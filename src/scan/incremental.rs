@@ -73,7 +73,7 @@ pub(super) fn kept_short(p: &Process) -> bool {
 /// scan. Details read later than the `stat` count from their own read: a
 /// server first read in its first second (most are, in pidfd mode) would
 /// otherwise have them read again at every scan for as long as it lives.
-const DETAILS_SETTLED_SECS: u64 = 1;
+pub const DETAILS_SETTLED_SECS: u64 = 1;
 
 /// Details taken over keep their fds (when the process had settled, see
 /// [`DETAILS_SETTLED_SECS`]), not the answer about who can still write to
