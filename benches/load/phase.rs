@@ -212,8 +212,22 @@ impl Bench {
         r.rss_end = status_number(daemon, "VmRSS:");
         r.rss_max = r.rss_max.max(r.rss_end);
         r.anon_end = if anon_low == u64::MAX { r.anon_trace.last().copied().unwrap_or(0) } else { anon_low };
-        // The last trees: kill their hosts now, wait out the bound.
-        self.kill_due_hosts(true);
+        // The last trees: kill their hosts now, wait out the bound. A tree
+        // made just before the end may still be starting its members: its
+        // host is killed once they are all up (or it is given up on after
+        // 30 s), never left alive and counted as missed.
+        let ready_by = Instant::now() + Duration::from_secs(35);
+        loop {
+            self.kill_due_hosts(true);
+            let starting = self
+                .trees
+                .values()
+                .any(|t| t.phase == phase && t.kind == Kind::Orphan && t.killed_at.is_none() && !t.abandoned);
+            if !starting || Instant::now() > ready_by {
+                break;
+            }
+            self.tick(Duration::from_millis(5));
+        }
         let last_kill = Instant::now();
         while Instant::now() < last_kill + bound(&p) + Duration::from_secs(5) {
             // Trees let go and not yet gone, and trees whose host has yet to
