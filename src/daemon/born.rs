@@ -97,6 +97,16 @@ pub(super) fn look_at(procfs: &ProcFs, cfg: &Config, pid: Pid) -> Option<Seen> {
     procfs.process(pid).map(|p| seen_as(cfg, &p))
 }
 
+/// What a pid just exec'd is, when its command line makes it a host or a
+/// server; `None` otherwise (its `stat` is then not read).
+pub(super) fn look_at_exec(procfs: &ProcFs, cfg: &Config, pid: Pid) -> Option<Seen> {
+    let mcp = |cmdline: &str, program| {
+        let role = cfg.matcher.classify_subject(crate::config::Subject { cmdline, program, exe: None }).role;
+        matches!(role, Role::Host | Role::Server).then_some(role)
+    };
+    procfs.process_if(pid, mcp).map(|(p, role)| Seen { id: p.id, role, ppid: p.ppid })
+}
+
 /// What a process read is: its role by its command line, and its parent.
 fn seen_as(cfg: &Config, p: &Process) -> Seen {
     Seen { id: p.id, role: cfg.matcher.classify_subject(crate::tree::subject(p)).role, ppid: p.ppid }

@@ -60,6 +60,8 @@ pub struct Costs {
     pub execs_covered: u64,
     /// Host or server execs that asked for a scan soon.
     pub execs_scanned: u64,
+    /// Event mode: execs read (command line first, see `born::look_at_exec`).
+    pub execs_read: u64,
 }
 
 pub struct ExitWatch {
@@ -374,6 +376,7 @@ fn adopts(a: &Assessment, i: usize) -> bool {
 
 #[path = "exits_events.rs"]
 mod events;
+pub use events::Looks;
 use events::Socket;
 
 #[cfg(test)]

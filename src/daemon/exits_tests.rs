@@ -191,7 +191,8 @@ fn a_pid_born_and_gone_between_scans_is_not_read_unless_a_fork_reused_it() {
         ProcEvent::Exit { pid: pid(701) },
         ProcEvent::Fork { parent: pid(1), child: pid(701) },
     ];
-    w.take_events(&events, &mut s, None, world(&[]));
+    let none = world(&[]);
+    w.take_events(&events, &mut s, None, Looks { exec: &none, any: &none });
     match s.next_read(true, HashSet::new(), interval) {
         Read::Delta { changed, .. } => assert_eq!(
             changed,
@@ -199,5 +200,42 @@ fn a_pid_born_and_gone_between_scans_is_not_read_unless_a_fork_reused_it() {
             "600 is read to leave the snapshot, 701 was forked again; 700 is not opened"
         ),
         other => panic!("expected a read of what changed, got {}", other.kind()),
+    }
+}
+
+#[test]
+fn an_exec_is_read_past_its_command_line_only_when_it_is_a_host_or_server() {
+    use std::process::{Command, Stdio};
+    let cfg = crate::config::Config::embedded();
+    let procfs = crate::scan::ProcFs::new("/proc");
+    let start = |title: &str| {
+        let mut c = Command::new("bash");
+        c.args(["-c", &format!("exec -a {title} sleep 30")]).stdin(Stdio::null());
+        c.spawn().expect("bash")
+    };
+    let (mut server, mut other) = (start("mcp-server-fetch"), start("cc1"));
+    let pid_of = |c: &std::process::Child| Pid::new(c.id().cast_signed()).unwrap();
+    // Until bash has exec'd, the line is bash's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while [&server, &other].iter().any(|c| procfs.cmdline(pid_of(c)).is_none_or(|l| l.starts_with("bash")))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let seen = super::super::born::look_at_exec(&procfs, &cfg, pid_of(&server)).expect("a server is seen");
+    assert_eq!(seen.role, Role::Server);
+    assert_eq!(seen.ppid, Pid::new(std::process::id().cast_signed()), "its stat was read: its parent is this test");
+    assert_eq!(seen.id, procfs.process(pid_of(&server)).expect("alive").id);
+    let mut line_seen = String::new();
+    let found = procfs.process_if(pid_of(&other), |line, _| {
+        line_seen = line.to_owned();
+        None::<()>
+    });
+    assert!(found.is_none(), "not wanted: no process read past its line");
+    assert!(line_seen.starts_with("cc1 30"), "{line_seen}");
+    assert!(super::super::born::look_at_exec(&procfs, &cfg, pid_of(&other)).is_none(), "a compiler is no host");
+    for c in [&mut server, &mut other] {
+        let _ = c.kill();
+        let _ = c.wait();
     }
 }

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::births::Births;
 use super::board::Shared;
-use super::born::look_at;
+use super::born::{look_at, look_at_exec};
 use super::exits::ExitWatch;
 use super::notify::Notifier;
 use super::pressure::PressureWatch;
@@ -138,11 +138,13 @@ impl Daemon {
         let c = self.exits.costs;
         tracing::info!(
             "mcp-reaperd stopping; watched or new processes' exits: {} scanned, {} looked up (no children); \
-             host and server execs: {} covered by a watched or marked host, {} scanned soon",
+             host and server execs: {} covered by a watched or marked host, {} scanned soon; \
+             {} execs read",
             c.exits_scanned,
             c.exits_looked_up,
             c.execs_covered,
-            c.execs_scanned
+            c.execs_scanned,
+            c.execs_read
         );
         let saved = state::save(&self.state_path, &self.memory.book);
         self.state_writes.record(&self.state_path, saved);
@@ -166,8 +168,9 @@ impl Daemon {
     async fn intake(&mut self) -> Step {
         let (procfs, shared) = (&self.procfs, &self.shared);
         let scope = shared.borrow().args.scope;
-        let look = |pid| look_at(procfs, &shared.borrow().cfg, pid);
-        match self.exits.intake(&mut self.schedule, scope, look) {
+        let any = |pid| look_at(procfs, &shared.borrow().cfg, pid);
+        let exec = |pid| look_at_exec(procfs, &shared.borrow().cfg, pid);
+        match self.exits.intake(&mut self.schedule, scope, super::exits::Looks { exec: &exec, any: &any }) {
             Ok(intake) => {
                 if intake.lost {
                     tracing::debug!("process events were lost; rescanning");

@@ -103,15 +103,9 @@ impl ProcFs {
         let cmdline: Arc<str> = if kernel_thread || state.is_zombie() {
             Arc::default()
         } else {
-            match read_at_most(dir, "cmdline", buf, keep + 1) {
-                Ok(()) => {
-                    let mut spans = Vec::new();
-                    let cut = buf.len() > keep;
-                    let text = parse::join_argv_kept(buf, keep, &mut spans);
-                    program = Program::from_argv(&text, &spans);
-                    if cut {
-                        program.set_cut();
-                    }
+            match line_at(dir, buf, keep) {
+                Ok((text, read)) => {
+                    program = read;
                     text.into()
                 }
                 Err(ReadFail::Denied) => Arc::default(),
@@ -184,6 +178,24 @@ impl ProcFs {
         self.read_process(pid, &mut Vec::with_capacity(4096), tick)
     }
 
+    /// A process just exec'd, its command line read first (joined, with its
+    /// program): the rest, its `stat` through the same directory, only when
+    /// `wanted` makes something of the line. Most execs are of no interest
+    /// (a build's compilers, a shell's commands): each costs its line, not
+    /// its line and a `stat` (issue 37). A zombie's or kernel thread's line
+    /// is empty; a thread's id reads as no process.
+    pub fn process_if<T>(&self, pid: Pid, wanted: impl FnOnce(&str, Program) -> Option<T>) -> Option<(Process, T)> {
+        let tick = self.now_tick();
+        let mut buf = Vec::with_capacity(4096);
+        let dir = self.open_pid_dir(pid)?;
+        let (text, program) = line_at(&dir, &mut buf, CMDLINE_KEEP).ok()?;
+        let found = wanted(&text, program)?;
+        let stat = stat_at(&dir, &mut buf)?;
+        let mut p = self.process_from(pid, stat, text.into(), tick);
+        p.program = program;
+        Some((p, found))
+    }
+
     /// The command line of one pid, read now (joined, lossy).
     pub fn cmdline(&self, pid: Pid) -> Option<String> {
         let dir = self.open_pid_dir(pid)?;
@@ -228,6 +240,20 @@ impl ProcFs {
 
 /// An open `stat` file read into `buf` and parsed, in one read: the kernel
 /// emits the whole line at once.
+/// The command line of the process behind `dir`, at most `keep` bytes of
+/// it kept, joined, and what it runs.
+fn line_at(dir: &OwnedFd, buf: &mut Vec<u8>, keep: usize) -> Result<(String, Program), ReadFail> {
+    read_at_most(dir, "cmdline", buf, keep + 1)?;
+    let mut spans = Vec::new();
+    let cut = buf.len() > keep;
+    let text = parse::join_argv_kept(buf, keep, &mut spans);
+    let mut program = Program::from_argv(&text, &spans);
+    if cut {
+        program.set_cut();
+    }
+    Ok((text, program))
+}
+
 fn stat_of(fd: &OwnedFd, buf: &mut Vec<u8>) -> Option<parse::Stat> {
     buf.clear();
     buf.resize(4096, 0);
