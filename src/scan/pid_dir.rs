@@ -238,8 +238,6 @@ impl ProcFs {
     }
 }
 
-/// An open `stat` file read into `buf` and parsed, in one read: the kernel
-/// emits the whole line at once.
 /// The command line of the process behind `dir`, at most `keep` bytes of
 /// it kept, joined, and what it runs.
 fn line_at(dir: &OwnedFd, buf: &mut Vec<u8>, keep: usize) -> Result<(String, Program), ReadFail> {
@@ -254,6 +252,8 @@ fn line_at(dir: &OwnedFd, buf: &mut Vec<u8>, keep: usize) -> Result<(String, Pro
     Ok((text, program))
 }
 
+/// An open `stat` file read into `buf` and parsed, in one read: the kernel
+/// emits the whole line at once.
 fn stat_of(fd: &OwnedFd, buf: &mut Vec<u8>) -> Option<parse::Stat> {
     buf.clear();
     buf.resize(4096, 0);
