@@ -215,11 +215,11 @@ fn an_exec_is_read_past_its_command_line_only_when_it_is_a_host_or_server() {
     };
     let (mut server, mut other) = (start("mcp-server-fetch"), start("cc1"));
     let pid_of = |c: &std::process::Child| Pid::new(c.id().cast_signed()).unwrap();
-    // Until bash has exec'd, the line is bash's.
+    // Until bash has exec'd, the line is bash's, and in the middle of the
+    // exec it reads empty: wait for each title.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while [&server, &other].iter().any(|c| procfs.cmdline(pid_of(c)).is_none_or(|l| l.starts_with("bash")))
-        && std::time::Instant::now() < deadline
-    {
+    let titled = |c: &std::process::Child, title: &str| procfs.cmdline(pid_of(c)).is_some_and(|l| l.starts_with(title));
+    while !(titled(&server, "mcp-server-fetch") && titled(&other, "cc1")) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let seen = super::super::born::look_at_exec(&procfs, &cfg, pid_of(&server)).expect("a server is seen");

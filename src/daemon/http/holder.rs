@@ -67,6 +67,12 @@ mod tests {
         // Any address on the same port clashes with a wildcard and back.
         assert!(super::holder(format!("0.0.0.0:{}", addr.port()).parse().unwrap()).is_some());
         drop(l);
+        // Another test's child, forked before it execs, holds a copy of the
+        // socket for a moment; wait for the last copy to go.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while super::holder(addr).is_some() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         assert_eq!(super::holder(addr), None);
     }
 }
