@@ -181,7 +181,10 @@ fn ctl_man() -> Vec<u8> {
                 "/var/lib/mcp-reaper/state.json",
                 "The grace clocks the daemon keeps; $XDG_STATE_HOME/mcp-reaper/ for a user.",
             ),
-            ("/var/lib/mcp-reaper/history.json", "The ledger of what was reaped, read by `history`."),
+            (
+                "/var/lib/mcp-reaper/history.json, /var/lib/mcp-reaper/history.jsonl",
+                "The ledger of what was reaped and the journal of the newest reaps, both read by `history`.",
+            ),
         ],
     ));
     o.push_str(&examples(&[
@@ -232,6 +235,7 @@ fn daemon_man() -> Vec<u8> {
             ("/run/mcp-reaper/control.sock", "The control socket (and control.lock beside it); $XDG_RUNTIME_DIR/mcp-reaper/ for a user's daemon."),
             ("/var/lib/mcp-reaper/state.json", "When each candidate tree was first seen, so a restart does not restart its grace ($XDG_STATE_HOME/mcp-reaper/ for a user)."),
             ("/var/lib/mcp-reaper/history.json", "The ledger of what was reaped (bounded) and the lifetime totals; `reaperctl history`."),
+            ("/var/lib/mcp-reaper/history.jsonl", "The journal: each reap appended as a line, folded into the ledger past 256 KiB."),
         ],
     ));
     o.push_str(&tagged(

@@ -262,7 +262,8 @@ fn history_reads_the_ledger_beside_a_state_file_named_on_the_command_line() {
     let state = elsewhere.path().join("state.json");
     let (once, _) = common::once_output(Some(sb.scope_pid()), &cfg, &["--state-file", &s(state.display())]);
     assert_eq!(once["outcomes"].as_array().map(Vec::len), Some(1), "{once:#}");
-    assert!(elsewhere.path().join("history.json").exists(), "the ledger is beside the state file");
+    // A reap is appended to the ledger's journal; both live beside the state file.
+    assert!(elsewhere.path().join("history.jsonl").exists(), "the ledger is beside the state file");
     let h = history(&cfg, &["--state-file", &s(state.display())]);
     assert_eq!(roots(&h), [i64::from(npm)], "{h:#}");
     assert_eq!(h["path"], s(elsewhere.path().join("history.json").display()), "{h:#}");
@@ -275,7 +276,13 @@ fn history_reads_the_ledger_beside_a_state_file_named_on_the_command_line() {
 fn a_tree_of_long_distinct_names_adds_a_bounded_entry_each_time_it_is_reaped() {
     let dir = TempDir::new("operator-ledger");
     let cfg = dir.config(0, "");
-    let ledger = dir.path().join("history.json");
+    // The ledger and its journal, as written.
+    let ledger = || {
+        ["history.json", "history.jsonl"]
+            .iter()
+            .map(|n| std::fs::metadata(dir.path().join(n)).map_or(0, |m| m.len()))
+            .sum::<u64>()
+    };
     let mut sizes = Vec::new();
     for round in 0..3 {
         // The names are made below the server (the harness passes its specs
@@ -293,7 +300,8 @@ fn a_tree_of_long_distinct_names_adds_a_bounded_entry_each_time_it_is_reaped() {
         sb.kill_host(sb.pid_of("claude"));
         let once = common::once_json(sb.scope_pid(), &cfg);
         assert_eq!(once["outcomes"][0]["members"], 120, "{once:#}");
-        sizes.push(std::fs::metadata(&ledger).map_or_else(|e| panic!("{e}: {once:#}"), |m| m.len()));
+        sizes.push(ledger());
+        assert!(sizes[round] > 0, "nothing written: {once:#}");
     }
     let grown: Vec<u64> = sizes.windows(2).map(|w| w[1] - w[0]).collect();
     // Before the bound each of these grew the ledger by about 360 KB.

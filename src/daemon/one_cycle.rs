@@ -161,23 +161,34 @@ impl Daemon {
     }
 
     /// Appends a cycle's reaps to the history, off the loop (the write
-    /// syncs to disk), and takes the lifetime totals it returns.
+    /// syncs to disk), and takes the lifetime totals. The writer is opened
+    /// at the first reap (the whole ledger read once) and kept; after a
+    /// failure it is opened afresh.
     async fn write_history(&mut self, entries: Vec<crate::history::Entry>) {
         if entries.is_empty() {
             return;
         }
         let path = crate::history::beside(&self.state_path);
+        let kept = self.history.take();
         let written = tokio::task::spawn_blocking({
             let path = path.clone();
-            move || crate::history::append(&path, entries)
+            move || {
+                let (mut w, warning) = match kept {
+                    Some(w) => (w, None),
+                    None => crate::history::Writer::open(&path)?,
+                };
+                w.append(entries)?;
+                Ok((w, warning))
+            }
         })
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
-        let written = written.map(|(lifetime, warning)| {
+        let written = written.map(|(w, warning)| {
             if let Some(w) = warning {
                 tracing::warn!(reaper_action = "error", "{w}");
             }
-            self.shared.borrow_mut().lifetime = Some(lifetime);
+            self.shared.borrow_mut().lifetime = Some(w.lifetime().clone());
+            self.history = Some(w);
         });
         self.history_writes.record(&path, written);
     }

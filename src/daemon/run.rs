@@ -91,6 +91,9 @@ pub(super) struct Daemon {
     pub(super) state_writes: report::log::Repeated,
     pub(super) metrics_writes: report::log::Repeated,
     pub(super) history_writes: report::log::Repeated,
+    /// Opened at the first reap, kept so that a reap appends without
+    /// reading the ledger.
+    pub(super) history: Option<crate::history::Writer>,
 }
 
 impl Daemon {

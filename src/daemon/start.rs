@@ -133,6 +133,7 @@ async fn start(args: Args, cfg: Config, passed: super::http::Taken) -> std::proc
         state_writes: report::log::Repeated::new("state file"),
         metrics_writes: report::log::Repeated::new("metrics textfile"),
         history_writes: report::log::Repeated::new("history file"),
+        history: None,
     };
     {
         let s = d.shared.borrow();
@@ -196,7 +197,7 @@ fn serve_metrics(
 fn lifetime(state_path: &std::path::Path) -> Option<crate::history::Lifetime> {
     let path = crate::history::beside(state_path);
     match crate::history::load(&path) {
-        Ok(l) => Some(l.map(|l| l.lifetime).unwrap_or_default()),
+        Ok(l) => Some(l.as_ref().map(crate::history::Ledger::lifetime).unwrap_or_default()),
         Err(e) => {
             tracing::warn!(reaper_action = "error", "cannot read the history {}: {e}", path.display());
             None

@@ -1,19 +1,23 @@
 //! The ledger of what was reaped, kept beside the state file
 //! (`history.json`): one entry per tree acted on (when, the tree's root and
 //! programs, verdict and reason, memory returned, containers), and lifetime
-//! totals that outlive restarts and upgrades. Written atomically
-//! ([`crate::atomic`]) after each cycle that acted, bounded to
-//! [`MAX_ENTRIES`] (the oldest go first; the totals keep counting). Fields
-//! are only ever added: an older reader skips what it does not know, a newer
-//! one takes what is missing as empty.
+//! totals that outlive restarts and upgrades. A cycle that acted appends
+//! its entries to a journal beside it ([`journal`]); the journal is folded
+//! into the ledger, written atomically ([`crate::atomic`]), once it passes
+//! [`journal::FOLD_BYTES`]. Bounded to [`MAX_ENTRIES`] and [`MAX_BYTES`]
+//! as read (the oldest go first; the totals keep counting). Fields are only
+//! ever added: an older reader skips what it does not know, a newer one
+//! takes what is missing as empty.
 //!
 //! Dry runs write nothing here: the ledger says what was done, not planned.
 
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+pub mod journal;
+pub use journal::Writer;
 
 use crate::policy::Verdict;
 use crate::reap::{ContainerOutcome, Outcome};
@@ -96,6 +100,10 @@ pub struct Entry {
     pub containers: Vec<ContainerOutcome>,
     #[serde(default)]
     pub errors: Vec<String>,
+    /// Its number in the ledger, counting from the first entry written
+    /// with one (entries written before the journal have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }
 
 impl Entry {
@@ -123,6 +131,7 @@ impl Entry {
             errors: o.errors.clone(),
             programs_more: 0,
             programs_digest: None,
+            seq: None,
         };
         e.bounded()
     }
@@ -204,25 +213,43 @@ pub struct Lifetime {
     pub dropped: u64,
 }
 
-/// The file.
+/// The file: the fields of [`Lifetime`] at its top level (they are not a
+/// `#[serde(flatten)]` field: that buffers what it reads through serde's
+/// `Content` and cost more of the binary than these lines).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Ledger {
     pub version: u32,
-    #[serde(flatten)]
-    pub lifetime: Lifetime,
+    #[serde(default)]
+    pub since_unix: Option<u64>,
+    #[serde(default)]
+    pub totals: Totals,
+    #[serde(default)]
+    pub dropped: u64,
     /// Oldest first.
     #[serde(default)]
     pub entries: Vec<Entry>,
+    /// The last entry of the journal folded in: the journal's entries up to
+    /// it are in `entries` and the totals already.
+    #[serde(default)]
+    pub seq: u64,
+    /// Lines of the journal that could not be read (a write cut short).
+    #[serde(skip)]
+    pub skipped: usize,
 }
 
 impl Ledger {
+    /// The totals since the ledger began.
+    pub fn lifetime(&self) -> Lifetime {
+        Lifetime { since_unix: self.since_unix, totals: self.totals.clone(), dropped: self.dropped }
+    }
+
     /// Adds entries (and counts them), dropping the oldest beyond the
     /// bounds: [`MAX_ENTRIES`], and [`MAX_BYTES`] as written.
     pub fn push(&mut self, entries: impl IntoIterator<Item = Entry>) {
         for e in entries {
             let e = e.bounded();
-            self.lifetime.since_unix.get_or_insert(e.at_unix);
-            self.lifetime.totals.add(&e);
+            self.since_unix.get_or_insert(e.at_unix);
+            self.totals.add(&e);
             self.entries.push(e);
         }
         let mut over = self.entries.len().saturating_sub(MAX_ENTRIES);
@@ -239,7 +266,7 @@ impl Ledger {
         over = self.entries.len() - keep;
         if over > 0 {
             self.entries.drain(..over);
-            self.lifetime.dropped += over as u64;
+            self.dropped += over as u64;
         }
     }
 
@@ -297,14 +324,15 @@ impl View {
         for e in &entries {
             window.add(e);
         }
+        let skipped = ledger.map_or(0, |l| l.skipped);
         View {
             path: path.display().to_string(),
             since_unix,
             window,
-            lifetime: ledger.map(|l| l.lifetime.clone()).unwrap_or_default(),
+            lifetime: ledger.map(Ledger::lifetime).unwrap_or_default(),
             entries,
             filtered_for_uid: uid,
-            note: None,
+            note: (skipped > 0).then(|| format!("{skipped} unreadable lines of the journal were skipped")),
         }
     }
 }
@@ -325,8 +353,25 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-/// Reads the ledger: `None` when there is none yet.
+/// Reads the ledger with its journal: `None` when there is neither yet.
 pub fn load(path: &Path) -> Result<Option<Ledger>, ReadError> {
+    let base = load_base(path)?;
+    let journal = journal::read(&journal::of(path))?;
+    if base.is_none() && journal.is_none() {
+        return Ok(None);
+    }
+    let mut ledger = base.unwrap_or_default();
+    if let Some(j) = journal {
+        ledger.skipped = j.skipped;
+        let new: Vec<Entry> = j.entries.into_iter().filter(|e| e.seq.is_none_or(|s| s > ledger.seq)).collect();
+        ledger.seq = new.iter().filter_map(|e| e.seq).fold(ledger.seq, u64::max);
+        ledger.push(new);
+    }
+    Ok(Some(ledger))
+}
+
+/// Reads the ledger file alone.
+fn load_base(path: &Path) -> Result<Option<Ledger>, ReadError> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -346,36 +391,15 @@ pub fn load(path: &Path) -> Result<Option<Ledger>, ReadError> {
     Ok(Some(ledger))
 }
 
-/// Appends entries to the ledger at `path` and writes it back atomically;
-/// returns the lifetime totals now. A corrupt ledger is moved aside to
-/// `NAME.corrupt` (said in the error's place, as a warning) and a new one
-/// begun, so one bad write never stops the history for good.
+/// Appends entries to the ledger at `path` (its journal); returns the
+/// lifetime totals now, and a warning when a corrupt ledger was moved
+/// aside ([`Writer::open`]). One call reads the whole ledger: the daemon
+/// keeps a [`Writer`] instead.
 pub fn append(path: &Path, entries: Vec<Entry>) -> io::Result<(Lifetime, Option<String>)> {
-    let (mut ledger, warning) = match load(path) {
-        Ok(l) => (l.unwrap_or_default(), None),
-        Err(ReadError::Io(e)) => return Err(e),
-        Err(ReadError::Corrupt(why)) => {
-            let mut aside = path.as_os_str().to_owned();
-            aside.push(".corrupt");
-            let aside = PathBuf::from(aside);
-            std::fs::rename(path, &aside)?;
-            let w = format!(
-                "history {} is corrupt ({why}); moved it to {}; starting anew",
-                path.display(),
-                aside.display()
-            );
-            (Ledger::default(), Some(w))
-        }
-    };
-    ledger.version = VERSION;
-    ledger.push(entries);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let text = serde_json::to_vec(&ledger).expect("plain data serializes");
-    crate::atomic::write(path, &text, 0o600)?;
-    Ok((ledger.lifetime, warning))
+    let (mut w, warning) = Writer::open(path)?;
+    w.append(entries)?;
+    Ok((w.lifetime().clone(), warning))
 }
 
 #[cfg(test)]
-#[path = "history_tests.rs"]
 mod tests;
