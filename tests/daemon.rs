@@ -64,6 +64,38 @@ fn sees_tree(st: &Value, root: i32, verdict: &str) -> bool {
     st["trees"].as_array().is_some_and(|t| t.iter().any(|t| t["root"] == root && t["verdict"] == verdict))
 }
 
+/// `GLIBC_TUNABLES` as `/proc/PID/environ` holds it.
+fn tunables_of(pid: i32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|&b| b == 0)
+        .find_map(|v| v.strip_prefix(b"GLIBC_TUNABLES=").map(|t| String::from_utf8_lossy(t).into_owned()))
+}
+
+/// Issue 37: glibc's per-thread cache of freed blocks is never trimmed, so
+/// the daemon execs itself once without it (same pid, same arguments); an
+/// administrator's own `GLIBC_TUNABLES` is left as it is.
+#[test]
+fn the_daemon_runs_without_glibcs_thread_cache_unless_told_otherwise() {
+    if !cfg!(target_env = "gnu") {
+        skip("the thread-cache exec", "glibc only");
+        return;
+    }
+    let sb = playwright_sandbox();
+    let npm = sb.pid_of("npm exec");
+    let cfg = sb.dir().config(1, "");
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::default());
+    assert_eq!(tunables_of(d.pid()).as_deref(), Some("glibc.malloc.tcache_count=0"), "{}", d.log_text());
+    // The exec'd daemon is the one that answers, judging as before.
+    d.status_until(Duration::from_secs(60), "the live tree is seen", |st| sees_tree(st, npm, "live"));
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", d.pid())).unwrap();
+    assert!(cmdline.windows(7).any(|w| w == b"--scope"), "its arguments are kept");
+    drop(d);
+    let other = TempDir::new("daemon-tunables");
+    let own = Launch { env: vec![("GLIBC_TUNABLES", s("glibc.malloc.check=0"))], ..Launch::default() };
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, other.path(), &own);
+    assert_eq!(tunables_of(d.pid()).as_deref(), Some("glibc.malloc.check=0"));
+}
+
 // ------------------------------------------------------------------ 1. reaping
 
 #[test]
