@@ -151,6 +151,11 @@ pub fn main() -> ExitCode {
     if args.state_file.is_none() {
         args.state_file = Some(crate::paths::state_file(cfg.state_file.as_deref()));
     }
+    if !args.once {
+        // Before the log is set up (what that says would be said twice) and
+        // anything is opened or taken: the exec starts over from `main`.
+        crate::sys::exec_without_thread_cache();
+    }
     report::log::init(&args.log_level, args.log_target, args.color, "mcp-reaperd");
     if args.once { once(&args, &cfg) } else { daemon_main(args, cfg) }
 }

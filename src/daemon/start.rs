@@ -33,8 +33,6 @@ const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(
 /// The daemon on a current-thread runtime (a `LocalSet`: the loop's state
 /// is shared with the control socket through `Rc`).
 pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
-    // Before anything is opened or taken: the exec starts over from here.
-    crate::sys::exec_without_thread_cache();
     crate::sys::single_malloc_arena();
     // Before the runtime's threads: the passed fds and LISTEN_* are taken
     // while this is the process's only thread.
