@@ -138,6 +138,12 @@ pub fn main() -> ExitCode {
         Ok(a) => a,
         Err(code) => return code,
     };
+    if !args.once {
+        // Before anything is read (`--config /dev/stdin` reads once), said
+        // (the log's set-up would be said twice) or taken: the exec starts
+        // over from here.
+        crate::sys::exec_without_thread_cache();
+    }
     let cfg = match Config::load(&Sources::from_arg(args.config.as_deref())) {
         Ok(c) => c,
         Err(errs) => {
@@ -150,11 +156,6 @@ pub fn main() -> ExitCode {
     crate::redact::install(cfg.redactor.clone());
     if args.state_file.is_none() {
         args.state_file = Some(crate::paths::state_file(cfg.state_file.as_deref()));
-    }
-    if !args.once {
-        // Before the log is set up (what that says would be said twice) and
-        // anything is opened or taken: the exec starts over from `main`.
-        crate::sys::exec_without_thread_cache();
     }
     report::log::init(&args.log_level, args.log_target, args.color, "mcp-reaperd");
     if args.once { once(&args, &cfg) } else { daemon_main(args, cfg) }
