@@ -4,9 +4,9 @@
 //! passes [`FOLD_BYTES`]. (An array, not a line per entry: it parses through
 //! the ledger's own code for its entries, where one entry a line took 4 KB
 //! more of the binary.) Rewriting the whole ledger at every reap cost a read,
-//! a parse and a write of up to [`super::MAX_BYTES`] each time, and a heap
-//! peak that grew with the ledger: ~300 KiB of a busy daemon's `RssAnon`
-//! after 80 reaps (`docs/benches.md`, 2026-11-29).
+//! a parse and a write of up to [`super::MAX_BYTES`] each time, growing with
+//! the ledger. (The `RssAnon` creep once put on it was glibc's thread cache:
+//! `sys::exec_without_thread_cache`.)
 //!
 //! A fold writes the ledger atomically with the last `seq` it took, then
 //! removes the journal: a crash between the two leaves lines the ledger
@@ -15,7 +15,7 @@
 //! so it never joins the next.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Write as _};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -25,8 +25,6 @@ use super::{Entry, Ledger, Lifetime, ReadError, VERSION};
 /// entries, months of a desktop's reaps, and the cost of a fold spread
 /// over them.
 pub const FOLD_BYTES: u64 = 256 << 10;
-/// Far more than [`FOLD_BYTES`]: a bigger journal is not ours.
-const MAX_SIZE: u64 = 64 << 20;
 
 /// The journal beside the ledger at `ledger`.
 pub fn of(ledger: &Path) -> PathBuf {
@@ -45,16 +43,8 @@ pub struct Lines {
 
 /// Reads the journal at `path`: `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<Lines>, ReadError> {
-    let file = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ReadError::Io(e)),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_SIZE + 1).read_to_end(&mut bytes).map_err(ReadError::Io)?;
-    if bytes.len() as u64 > MAX_SIZE {
-        return Err(ReadError::Corrupt(format!("journal larger than {} MiB", MAX_SIZE >> 20)));
-    }
+    let opened = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path);
+    let Some(bytes) = super::read_capped(opened, "journal ")? else { return Ok(None) };
     let mut lines = Lines { entries: Vec::new(), skipped: 0 };
     for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         match serde_json::from_slice::<Vec<Entry>>(line) {

@@ -32,7 +32,7 @@ pub const MAX_ENTRIES: usize = 5000;
 /// grew it by 360 KB a tree, until it passed the read limit, was declared
 /// corrupt and the lifetime totals reset).
 pub const MAX_BYTES: usize = 4 << 20;
-/// Far more than [`MAX_BYTES`]: a bigger file is not ours. Above it only
+/// Far more than [`MAX_BYTES`]: a bigger file (or journal) is not ours. Above it only
 /// because ledgers written before the bound may be larger; they are cut to
 /// the bounds at their next write.
 const MAX_SIZE: u64 = 64 << 20;
@@ -370,9 +370,10 @@ pub fn load(path: &Path) -> Result<Option<Ledger>, ReadError> {
     Ok(Some(ledger))
 }
 
-/// Reads the ledger file alone.
-fn load_base(path: &Path) -> Result<Option<Ledger>, ReadError> {
-    let file = match std::fs::File::open(path) {
+/// The ledger's file or its journal (`what`, for the error), as `opened`,
+/// read whole: `None` when there is none, refused past [`MAX_SIZE`].
+fn read_capped(opened: io::Result<std::fs::File>, what: &str) -> Result<Option<Vec<u8>>, ReadError> {
+    let file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(ReadError::Io(e)),
@@ -380,8 +381,14 @@ fn load_base(path: &Path) -> Result<Option<Ledger>, ReadError> {
     let mut bytes = Vec::new();
     io::Read::read_to_end(&mut io::Read::take(file, MAX_SIZE + 1), &mut bytes).map_err(ReadError::Io)?;
     if bytes.len() as u64 > MAX_SIZE {
-        return Err(ReadError::Corrupt(format!("larger than {} MiB", MAX_SIZE >> 20)));
+        return Err(ReadError::Corrupt(format!("{what}larger than {} MiB", MAX_SIZE >> 20)));
     }
+    Ok(Some(bytes))
+}
+
+/// Reads the ledger file alone.
+fn load_base(path: &Path) -> Result<Option<Ledger>, ReadError> {
+    let Some(bytes) = read_capped(std::fs::File::open(path), "")? else { return Ok(None) };
     let mut ledger: Ledger = serde_json::from_slice(&bytes).map_err(|e| ReadError::Corrupt(e.to_string()))?;
     drop(bytes);
     ledger.entries = std::mem::take(&mut ledger.entries).into_iter().map(Entry::bounded).collect();
