@@ -77,7 +77,7 @@ impl Forest {
             }
         }
         for c in &mut children {
-            c.sort_by_key(|&i| snap.procs[i].pid());
+            c.sort_unstable_by_key(|&i| snap.procs[i].pid());
         }
         let roles = snap
             .procs
@@ -231,7 +231,7 @@ impl Forest {
             }
             out.push(t);
         }
-        out.sort_by_key(|t| snap.procs[t.root].pid());
+        out.sort_unstable_by_key(|t| snap.procs[t.root].pid());
         out
     }
 }

@@ -115,7 +115,7 @@ fn dropins(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e),
     };
-    files.sort();
+    files.sort_unstable();
     Ok(files)
 }
 

@@ -49,7 +49,7 @@ impl Lineage {
 
     pub fn to_json(&self) -> serde_json::Value {
         let mut v: Vec<&Seen> = self.seen.values().collect();
-        v.sort_by_key(|s| (s.pid, s.start_time));
+        v.sort_unstable_by_key(|s| (s.pid, s.start_time));
         serde_json::to_value(v).unwrap_or_default()
     }
 

@@ -113,7 +113,7 @@ fn bound<K: Clone + Eq + std::hash::Hash + KeyUid>(m: &mut HashMap<K, Instant>) 
         by_uid.entry(k.uid()).or_default().push((*t, k.clone()));
     }
     for (_, mut v) in by_uid.into_iter().filter(|(_, v)| v.len() > PER_USER) {
-        v.sort_by_key(|e| std::cmp::Reverse(e.0));
+        v.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
         for (_, k) in v.into_iter().skip(PER_USER) {
             m.remove(&k);
         }
@@ -245,14 +245,14 @@ impl Registry {
     /// live hosts' projects, into `configured` and `report`.
     pub(super) fn read(&mut self, uids: &[u32], self_uid: u32, live_hosts: &[(usize, (u32, Option<PathBuf>))]) {
         let mut projects: Vec<Project> = live_hosts.iter().filter_map(|(_, (u, c))| Some((*u, c.clone()?))).collect();
-        projects.sort();
+        projects.sort_unstable();
         projects.dedup();
         let mut envs: Vec<(u32, Places)> =
             self.recent_places.keys().filter(|(u, _)| uids.contains(u)).cloned().collect();
-        envs.sort();
+        envs.sort_unstable();
         let mut named: Vec<(u32, PathBuf)> =
             self.recent_files.keys().filter(|(u, _)| uids.contains(u)).cloned().collect();
-        named.sort();
+        named.sort_unstable();
         let now = Instant::now();
         if let Some((u, p, e, n, at)) = &self.last
             && u == uids

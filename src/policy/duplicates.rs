@@ -38,7 +38,7 @@ pub fn duplicates(snap: &Snapshot, judgements: &[Judgement]) -> Vec<Duplicate> {
         .filter(|(_, js)| js.len() > 1)
         .map(|((host, line), js)| {
             let mut roots: Vec<usize> = js.iter().map(|j| j.root).collect();
-            roots.sort_by_key(|&r| snap.procs[r].pid());
+            roots.sort_unstable_by_key(|&r| snap.procs[r].pid());
             let mut starts: Vec<u64> = roots.iter().map(|&r| snap.procs[r].id.start_time.0).collect();
             starts.sort_unstable();
             let rss_bytes = js

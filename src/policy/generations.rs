@@ -99,7 +99,7 @@ pub fn generations(
     let mut groups: Vec<Group> = by_command
         .into_iter()
         .map(|((host, line), mut copies)| {
-            copies.sort_by_key(|c| (c.session.clone(), start(c), snap.procs[c.root].pid()));
+            copies.sort_unstable_by_key(|c| (c.session.clone(), start(c), snap.procs[c.root].pid()));
             let mut gens: Vec<Generation> = Vec::new();
             let mut first = 0u64;
             for c in copies {

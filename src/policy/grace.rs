@@ -108,7 +108,7 @@ impl GraceBook {
                     .unwrap_or(u64::MAX),
             })
             .collect();
-        trees.sort_by_key(|e| (e.pid, e.start_time));
+        trees.sort_unstable_by_key(|e| (e.pid, e.start_time));
         serde_json::to_string_pretty(&File { version: 1, trees }).expect("plain data serializes")
     }
 

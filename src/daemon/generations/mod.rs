@@ -199,7 +199,7 @@ impl Generations {
                 }
             })
             .collect();
-        copies.sort_by_key(|c| (c.start_time, c.pid));
+        copies.sort_unstable_by_key(|c| (c.start_time, c.pid));
         let memory: u64 = copies.iter().map(|c| c.memory_bytes).sum();
         let idle_copies = copies.iter().filter(|c| c.idle_secs >= idle.as_secs()).count();
         let ending = copies.iter().filter(|c| c.end).count();
