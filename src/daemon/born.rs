@@ -60,7 +60,7 @@ impl Daemon {
     /// Pidfd mode, before a scan's read: the pids created since the last
     /// look are read by it; the table's census, the read told that it
     /// needs no listing when it is the one the last listing began with
-    /// (see [`super::births::Census`]).
+    /// (see [`super::births::Census::spares_listing`]).
     pub(super) fn births_before_read(&mut self) -> Option<super::births::Census> {
         if self.exits.events() {
             return None;
@@ -68,7 +68,7 @@ impl Daemon {
         let _ = self.births_since();
         self.births.read_by_scan();
         let census = self.births.census();
-        if census.is_some() && census == self.births.listed_at() {
+        if census.is_some_and(|c| c.spares_listing(self.births.listed_at(), self.schedule.quiet())) {
             self.schedule.table_unchanged();
         }
         census

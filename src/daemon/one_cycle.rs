@@ -117,7 +117,7 @@ impl Daemon {
         self.schedule.judged(a.snapshot, &a.judgements);
         drop((a.forest, a.judgements, done.outcomes));
         crate::sys::release_free_memory();
-        self.resident.after_work();
+        self.resident.after_work(super::resident::AFTER_CYCLE);
         self.publish();
         events
     }

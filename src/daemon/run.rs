@@ -132,7 +132,7 @@ impl Daemon {
             match step {
                 // What a wake-up touched between cycles (a new process
                 // read and classified, a status request) leaves too.
-                Step::Idle => self.resident.after_work(),
+                Step::Idle => self.resident.after_work(super::resident::AFTER_WAKE),
                 Step::Scan { asked } => self.scan(asked).await,
                 Step::Stop => break,
             }
