@@ -97,25 +97,14 @@ fn the_daemon_runs_without_glibcs_thread_cache_unless_told_otherwise() {
     drop(d);
     // A config on stdin (`--config /dev/stdin`) is read once, by the image that runs.
     let piped = TempDir::new("daemon-tunables-stdin");
-    let log = piped.path().join("daemon.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-reaperd"))
-        .args(["--dry-run", "--config", "/dev/stdin", "--scope", &s(sb.scope_pid()), "--log-target", "stderr"])
-        .arg("--socket")
-        .arg(piped.path().join("control.sock"))
-        .arg("--state-file")
-        .arg(piped.path().join("state.json"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("spawning mcp-reaperd");
-    child.stdin.take().unwrap().write_all(piped.config_text(1, "interval_secs = 7", "").as_bytes()).unwrap();
-    let started = wait_until(Duration::from_secs(60), || {
-        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started:")) || matches!(child.try_wait(), Ok(Some(_)))
-    });
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = child.kill();
-    let _ = child.wait();
+    let how = Launch {
+        args: vec![s("--dry-run")],
+        stdin: Some(piped.config_text(1, "interval_secs = 7", "")),
+        ..Launch::default()
+    };
+    let d = Daemon::start_in(sb.scope_pid(), Path::new("/dev/stdin"), piped.path(), &how);
+    let started = wait_until(Duration::from_secs(60), || d.log_text().contains("started:"));
+    let text = d.log_text();
     assert!(started && text.contains("interval=7s"), "the piped config was not the one in effect:\n{text}");
 }
 

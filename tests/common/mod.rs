@@ -1062,6 +1062,9 @@ pub struct Launch {
     /// Log to stderr (the default) or journald.
     pub log_target: Option<&'static str>,
     pub env: Vec<(&'static str, String)>,
+    /// Written to the daemon's stdin, which is then closed (a config given
+    /// as `--config /dev/stdin`); `/dev/null` when `None`.
+    pub stdin: Option<String>,
 }
 
 impl Launch {
@@ -1137,13 +1140,16 @@ impl Daemon {
         };
         cmd.args(&args).args(&how.args);
         let logf = std::fs::File::create(log).expect("creating the daemon log");
-        let child = cmd
+        let mut child = cmd
             .envs(how.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(if how.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::null())
             .stderr(logf)
             .spawn()
             .expect("spawning mcp-reaperd");
+        if let (Some(text), Some(mut pipe)) = (&how.stdin, child.stdin.take()) {
+            std::io::Write::write_all(&mut pipe, text.as_bytes()).expect("writing the daemon's stdin");
+        }
         Daemon { child, ctl: DaemonCtl { socket: socket.to_path_buf(), log: log.to_path_buf() } }
     }
 
