@@ -9,17 +9,19 @@
 //! After a cycle or a wake-up between cycles (since the quiet period, an
 //! idle daemon can go two minutes without a cycle while its wake-ups map
 //! pages back: 240 s side by side at 5,000 extra processes, mean RSS 4,464
-//! → 3,533 KiB in event mode, 4,451 → 3,711 in pidfd mode, for ~0.01 % of
-//! a core more), at most once per [`AFTER_CYCLE`] ([`AFTER_WAKE`] after a wake-up), those pages leave the page
-//! tables (`MADV_DONTNEED` on the read-only segments of the executable and
-//! of the libraries loaded with it, libc's ~1.3 MiB among them,
-//! [`crate::sys::drop_own_read_only_pages`]); the page cache keeps them, and
-//! the next cycle maps back what it runs with minor faults. Measured side by
-//! side with 5,000 extra processes (event mode, 30 s): `RssFile` 5,252 → 4,012
-//! KiB for the binary's pages; about 43 minor faults more a cycle, 3.6 µs
-//! each (64 KiB of fault-around), and 48 µs for a drop of the whole binary:
-//! ~0.2 ms a cycle. The libraries' too (1,000 extra processes, 40 s): RSS
-//! 4,772 → 3,768 KiB in event mode, 4,388 → 3,096 in pidfd mode.
+//! → 3,533 KiB in event mode, 4,451 → 3,711 in pidfd mode, for ~0.01 % of a
+//! core more), at most once per [`AFTER_CYCLE`] ([`AFTER_WAKE`] after a
+//! wake-up), those pages leave the page tables (`MADV_DONTNEED` on the
+//! read-only segments of the executable and of the libraries loaded with
+//! it, libc's ~1.3 MiB among them,
+//! [`crate::sys::drop_own_read_only_pages`]); the page cache keeps them,
+//! and the next cycle maps back what it runs with minor faults. Measured
+//! side by side with 5,000 extra processes (event mode, 30 s): `RssFile`
+//! 5,252 → 4,012 KiB for the binary's pages; about 43 minor faults more a
+//! cycle, 3.6 µs each (64 KiB of fault-around), and 48 µs for a drop of the
+//! whole binary: ~0.2 ms a cycle. The libraries' too (1,000 extra
+//! processes, 40 s): RSS 4,772 → 3,768 KiB in event mode, 4,388 → 3,096 in
+//! pidfd mode.
 //! The pages dropped are not freed (the page cache still holds them, shared
 //! with any other mapping of the binary); unmapped, they are the cheapest
 //! memory the kernel can reclaim under pressure.
