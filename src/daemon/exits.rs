@@ -73,8 +73,10 @@ pub struct ExitWatch {
     /// Per watched process, what to read again when it exits: the members
     /// of the trees it was watched for and the chain between them and it.
     reread: HashMap<Pid, Vec<Pid>>,
-    /// Pidfd mode: one task per watched process, waiting for its exit.
-    pidfd_tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// One task per watched process, waiting for its exit, by the identity
+    /// it was opened for (a reused pid is another process). In event mode
+    /// it only rings: the connector's events are then read at once.
+    pidfd_tasks: HashMap<Pid, (crate::ids::Identity, tokio::task::JoinHandle<()>)>,
     /// Watched processes whose pidfd said they exited (pidfd mode).
     exited: Rc<RefCell<HashSet<Pid>>>,
     wake: Rc<Notify>,
@@ -104,7 +106,12 @@ pub struct ExitWatch {
     /// them unseen instead.
     passed: Vec<crate::ids::Identity>,
     /// Pidfd mode: those watched, one pidfd task each, until the next scan.
+    /// Event mode: hosts exec'd since the last scan that outlived a batch of
+    /// events, whose exit then has the events read at once (see
+    /// [`ExitWatch::ring_for_young_hosts`]).
     provisional: HashMap<Pid, tokio::task::JoinHandle<()>>,
+    /// Event mode: hosts read at their exec in the last batch of events.
+    young_hosts: Vec<Pid>,
     /// Event mode: when the next batch of events may be read.
     next_drain: Option<std::time::Instant>,
     pub costs: Costs,
@@ -117,7 +124,7 @@ impl ExitWatch {
             buf: vec![0u8; 64 * 1024],
             watched: HashSet::new(),
             reread: HashMap::new(),
-            pidfd_tasks: Vec::new(),
+            pidfd_tasks: HashMap::new(),
             exited: Rc::default(),
             wake: Rc::new(Notify::new()),
             unseen: HashSet::new(),
@@ -128,6 +135,7 @@ impl ExitWatch {
             apart: HashSet::new(),
             passed: Vec::new(),
             provisional: HashMap::new(),
+            young_hosts: Vec::new(),
             next_drain: None,
             costs: Costs::default(),
         }
@@ -145,6 +153,7 @@ impl ExitWatch {
         for (_, t) in self.provisional.drain() {
             t.abort();
         }
+        self.young_hosts.clear();
         self.forked.clear();
         self.parent_of.clear();
         self.gone.clear();
@@ -278,13 +287,16 @@ impl ExitWatch {
         true
     }
 
-    /// A task that notes `pid`'s exit when its pidfd says so.
+    /// A task that notes `pid`'s exit when its pidfd says so (pidfd mode),
+    /// or only wakes the loop (event mode: the exit is among the events).
     fn pidfd_task(&self, pid: Pid, fd: OwnedFd) -> tokio::task::JoinHandle<()> {
-        let (wake, exited) = (self.wake.clone(), self.exited.clone());
+        let (wake, exited) = (self.wake.clone(), self.connector.is_none().then(|| self.exited.clone()));
         tokio::task::spawn_local(async move {
             if let Ok(afd) = sys::async_fd(fd) {
                 let _ = afd.readable().await;
-                exited.borrow_mut().insert(pid);
+                if let Some(exited) = exited {
+                    exited.borrow_mut().insert(pid);
+                }
                 wake.notify_one();
             }
         })
@@ -336,31 +348,46 @@ impl ExitWatch {
         self.reread = reread;
         self.below = below;
         self.apart = apart;
-        let want: HashSet<Pid> = self.reread.keys().copied().collect();
-        if want == self.watched {
-            return;
-        }
-        self.watched = want;
-        if self.connector.is_some() {
-            return; // exit events are filtered against `watched`
-        }
-        for t in self.pidfd_tasks.drain(..) {
-            t.abort();
-        }
-        for &pid in &self.watched {
+        self.watched = self.reread.keys().copied().collect();
+        self.watch_by_pidfd(snap);
+    }
+
+    /// One pidfd task for each watched process, kept from scan to scan
+    /// while its identity is the same: a process that exited (a zombie
+    /// still read) is not watched again. In event mode the connector
+    /// tells every exit, but under churn its events are read in batches
+    /// (`COALESCE`, `exits_events.rs`): the pidfd of a watched process has them read
+    /// the moment it exits.
+    fn watch_by_pidfd(&mut self, snap: &crate::scan::Snapshot) {
+        let ids: HashMap<Pid, crate::ids::Identity> =
+            self.watched.iter().filter_map(|&pid| snap.get(pid).map(|p| (pid, p.id))).collect();
+        self.pidfd_tasks.retain(|pid, (id, task)| {
+            let keep = ids.get(pid) == Some(id);
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for (&pid, &id) in &ids {
+            if self.pidfd_tasks.contains_key(&pid) {
+                continue;
+            }
             let Ok(fd) = sys::pidfd_open(pid) else {
                 // Already gone: as if its pidfd had said so.
-                self.exited.borrow_mut().insert(pid);
+                if self.connector.is_none() {
+                    self.exited.borrow_mut().insert(pid);
+                }
                 self.wake.notify_one();
                 continue;
             };
             let task = self.pidfd_task(pid, fd);
-            self.pidfd_tasks.push(task);
+            self.pidfd_tasks.insert(pid, (id, task));
         }
     }
 }
 
-/// Processes watched between two scans at most (pidfd mode): a user who
+/// Processes watched between two scans at most (pidfd mode; event mode
+/// rings for young hosts as many): a user who
 /// starts host after host must not fill the daemon's fd table with pidfds.
 const MAX_PROVISIONAL: usize = 1024;
 

@@ -6,23 +6,28 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use tokio::io::unix::AsyncFd;
 
 use super::{ExitWatch, Intake, Seen};
+use crate::config::Role;
 use crate::daemon::schedule::Schedule;
 use crate::ids::Pid;
 use crate::scan::events::{Connector, ProcEvent};
 
-/// How long events may wait to be read with the next ones: an exit that
-/// orphans a tree is acted on this much later at most; the loop wakes at
-/// most 50 times a second for events, not once for each. Only under
-/// churn: the first event after a quiet batch is read at once. Issue 37,
-/// load bench at 10,000 processes and 300 forks a second, alternated
-/// runs: 10 ms cost 2.10 / 1.88 % of a core (95 wake-ups a second), 20 ms
-/// 1.70 / 1.55 % (57); the reaction median 33 / 30 ms against 36 / 30 ms.
-const COALESCE: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long events may wait to be read with the next ones, under churn
+/// (the first event after a quiet batch is read at once). What must not
+/// wait has a pidfd that has the events read the moment it exits: every
+/// watched process (the owners of kept trees and the chains above them),
+/// and each host exec'd since the last scan that outlived its first batch.
+/// Other exits wait for their batch: that of a wrapper below a watched
+/// host, of a host that lived less than a batch. Issue 37, load bench at
+/// 10,000 processes and 300 forks a second, alternated runs, 60 s each:
+/// 20 ms and no pidfds cost 1.70 / 1.70 % of a core (56 wake-ups a
+/// second), reaction median 36 ms; 100 ms with them 1.23 / 1.30 % (19),
+/// 24 / 25 ms; 50 ms with them 1.33 / 1.37 % (33), 23 / 25 ms.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The proc connector's socket. While it is in the reactor, every message
 /// that arrives wakes the loop's thread (the kernel wakes an epoll waiter
 /// for each datagram, edge-triggered or not): under churn, about 750
-/// wake-ups a second where [`COALESCE`] asks for at most 50, each a
+/// wake-ups a second where [`COALESCE`] asks for at most 10, each a
 /// context switch (issue 24: half the event mode's cost). So it is in the
 /// reactor only while the loop waits for a first event; between batches it
 /// rests outside, and is read when the next batch is due. Messages wait in
@@ -92,8 +97,12 @@ impl ExitWatch {
             Err(e) => {
                 self.connector = None;
                 // Exits were filtered against `watched`, not watched: arm
-                // pidfds for all of them at the next `rewatch`.
+                // pidfds for all of them at the next `rewatch`, ones that
+                // note the exit (these only rang).
                 self.watched.clear();
+                for (_, (_, task)) in self.pidfd_tasks.drain() {
+                    task.abort();
+                }
                 return Err(e);
             }
         };
@@ -112,6 +121,7 @@ impl ExitWatch {
     ) -> bool {
         let Looks { exec: look_exec, any: look } = looks;
         let mut exit = false;
+        let mut young_hosts = Vec::new();
         for e in events {
             match *e {
                 ProcEvent::Exec { pid } => {
@@ -128,6 +138,9 @@ impl ExitWatch {
                     self.costs.execs_read += 1;
                     if let Some(seen) = look_exec(pid) {
                         self.unseen.insert(pid);
+                        if seen.role == Role::Host {
+                            young_hosts.push(pid);
+                        }
                         // Covered or not, the quiet ends (see `Schedule::period`).
                         if !self.covered(seen, true, scope, look) || schedule.quiet() {
                             schedule.soon_after_exec();
@@ -146,6 +159,9 @@ impl ExitWatch {
                     // Born and gone between two scans: nothing to read.
                     schedule.gone_unread(pid);
                     self.gone.insert(pid);
+                    if let Some(bell) = self.provisional.remove(&pid) {
+                        bell.abort();
+                    }
                     for &r in self.reread.get(&pid).into_iter().flatten() {
                         schedule.changed(r);
                     }
@@ -162,7 +178,31 @@ impl ExitWatch {
                 }
             }
         }
+        self.ring_for_young_hosts(young_hosts);
         exit
+    }
+
+    /// Hosts exec'd in the batch before this one and alive through it: a
+    /// pidfd each, whose exit has the events read at once. They are not
+    /// watched yet (their tree is read at the next scan), and their exit
+    /// is the one that orphans servers. One read in the same batch as its
+    /// exec gets none: most such are short-lived (`claude -p` loops), and
+    /// each ring is a wake-up; their exit waits for its batch
+    /// ([`COALESCE`]). A ring for a process that is not what was read (its
+    /// pid reused within a batch) costs one early read of the events.
+    fn ring_for_young_hosts(&mut self, young_hosts: Vec<Pid>) {
+        for pid in std::mem::replace(&mut self.young_hosts, young_hosts) {
+            if self.gone.contains(&pid)
+                || self.provisional.contains_key(&pid)
+                || self.provisional.len() >= super::MAX_PROVISIONAL
+            {
+                continue;
+            }
+            if let Ok(fd) = crate::sys::pidfd_open(pid) {
+                let bell = self.pidfd_task(pid, fd);
+                self.provisional.insert(pid, bell);
+            }
+        }
     }
 
     /// Event mode: whether `pid` has a child not known to have exited: one

@@ -19,17 +19,20 @@ fn process(p: i32, ppid: i32) -> Process {
     Process::synthetic(p, ppid, p.cast_unsigned().into(), "x")
 }
 
-/// A snapshot of `(pid, ppid)`s.
-fn snapshot(procs: &[(i32, i32)]) -> Snapshot {
-    let ctx = Context {
+fn context() -> Context {
+    Context {
         self_pid: None,
         self_pidns: None,
         self_nspid_depth: None,
         self_uid: None,
         uptime_secs: 100_000.0,
         clk_tck: 100,
-    };
-    Snapshot::from_processes(procs.iter().map(|&(p, pp)| process(p, pp)).collect(), ctx)
+    }
+}
+
+/// A snapshot of `(pid, ppid)`s.
+fn snapshot(procs: &[(i32, i32)]) -> Snapshot {
+    Snapshot::from_processes(procs.iter().map(|&(p, pp)| process(p, pp)).collect(), context())
 }
 
 /// A schedule whose last judged snapshot holds `(pid, ppid)`s.
@@ -238,4 +241,82 @@ fn an_exec_is_read_past_its_command_line_only_when_it_is_a_host_or_server() {
         let _ = c.kill();
         let _ = c.wait();
     }
+}
+
+/// Event mode for what rings: a stand-in for the connector's socket (never
+/// read here).
+fn event_mode() -> ExitWatch {
+    let (a, _b) = std::os::unix::net::UnixDatagram::pair().expect("socket pair");
+    ExitWatch::new(Some(sys::async_fd(OwnedFd::from(a)).expect("async fd")))
+}
+
+fn sleeper() -> (std::process::Child, Pid) {
+    let child =
+        std::process::Command::new("sleep").arg("30").stdin(std::process::Stdio::null()).spawn().expect("sleep");
+    let pid = Pid::new(child.id().cast_signed()).expect("pid");
+    (child, pid)
+}
+
+/// Whether the loop is woken within `within` (a pidfd rang).
+async fn rings(w: &ExitWatch, within: std::time::Duration) -> bool {
+    tokio::time::timeout(within, w.pidfd_exit()).await.is_ok()
+}
+
+#[test]
+fn event_mode_rings_for_a_young_host_that_outlived_its_batch_of_events() {
+    use crate::scan::events::ProcEvent;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    tokio::task::LocalSet::new().block_on(&rt, async {
+        let (mut host, h) = sleeper();
+        let (mut short, q) = sleeper();
+        let mut s = judged(&[(1, 0)]);
+        let mut w = event_mode();
+        let seen = [(h.get(), Role::Host, 1), (q.get(), Role::Host, 1)];
+        let hosts = world(&seen);
+        let looks = Looks { exec: &hosts, any: &hosts };
+        w.take_events(&[ProcEvent::Exec { pid: h }, ProcEvent::Exec { pid: q }], &mut s, None, looks);
+        assert!(w.provisional.is_empty(), "none in the batch of its exec: most such hosts are short-lived");
+        w.take_events(&[ProcEvent::Exit { pid: q }], &mut s, None, looks);
+        assert!(w.provisional.contains_key(&h), "alive through the next batch: a pidfd of its own");
+        assert!(!w.provisional.contains_key(&q), "gone within it: none");
+        let _ = host.kill(); // a zombie until waited for: its pidfd says it exited
+        assert!(rings(&w, std::time::Duration::from_secs(30)).await, "its exit has the events read at once");
+        assert!(w.take_exited().is_empty(), "event mode: the exit itself is among the events");
+        w.take_events(&[ProcEvent::Exit { pid: h }], &mut s, None, looks);
+        assert!(!w.provisional.contains_key(&h), "its exit read, its pid is no longer watched");
+        for c in [&mut host, &mut short] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    });
+}
+
+#[test]
+fn a_watched_process_keeps_its_pidfd_from_scan_to_scan_while_it_is_the_same_process() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    tokio::task::LocalSet::new().block_on(&rt, async {
+        let procfs = crate::scan::ProcFs::new("/proc");
+        let (mut child, p) = sleeper();
+        let read = procfs.process(p).expect("the child");
+        let snap = |start: u64| {
+            let mut read = read.clone();
+            read.id.start_time = StartTime(start);
+            Snapshot::from_processes(vec![read], context())
+        };
+        let same = snap(read.id.start_time.0);
+        let mut w = ExitWatch::new(None);
+        w.watched.insert(p);
+        w.watch_by_pidfd(&same);
+        let _ = child.kill(); // a zombie until waited for
+        assert!(rings(&w, std::time::Duration::from_secs(30)).await, "its pidfd said it exited");
+        assert_eq!(w.take_exited(), HashSet::from([p]));
+        // The next scan reads the zombie, the same process: not watched again
+        // (a pidfd opened now would say at once, and at every scan, that it exited).
+        w.watch_by_pidfd(&same);
+        assert!(!rings(&w, std::time::Duration::from_millis(300)).await, "no second ring for the same exit");
+        // Its pid under another start time is another process: a pidfd of its own.
+        w.watch_by_pidfd(&snap(read.id.start_time.0 + 1));
+        assert!(rings(&w, std::time::Duration::from_secs(30)).await, "watched afresh");
+        let _ = child.wait();
+    });
 }

@@ -158,6 +158,10 @@ impl Daemon {
     /// tree members behind, let the kernel finish re-parenting them, then
     /// scan; otherwise it orphaned nothing, and the next scan reads it.
     async fn exit_seen(&mut self) -> Step {
+        if self.exits.events() {
+            // Event mode: the exit is among the events waiting; read them now.
+            return self.intake().await;
+        }
         let procfs = &self.procfs;
         let alive = |id: crate::ids::Identity| procfs.process(id.pid).is_some_and(|p| p.id == id);
         if !self.exits.exits_left_orphans(&self.schedule, alive) {

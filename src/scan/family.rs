@@ -47,12 +47,19 @@ impl ProcFs {
     /// Reads the processes of `procs` (sorted by pid) whose pids are in
     /// `pids` again, as a full read does ([`ProcFs::read_again`]: the
     /// command line taken over unless the process exec'd); one gone is
-    /// dropped. Serves the reads above and pidfd mode's quiet turns.
+    /// dropped. Serves the reads above and pidfd mode's quiet turns. With
+    /// `details`, a process found unchanged (same identity, comm and exec
+    /// mark) keeps the details it was taken over with: it is read again
+    /// for its parent's sake or its children's, and a read that keeps
+    /// details keeps them for every process it did not read (issue 37:
+    /// under churn, every parent of a newcomer had its status, fds and
+    /// cgroup read again at each scan).
     pub(super) fn read_again_among(
         &self,
         procs: &mut Vec<Process>,
         pids: impl IntoIterator<Item = Pid>,
         (tick, keep): (u64, usize),
+        details: bool,
     ) {
         let (mut path, mut buf) = (std::path::PathBuf::new(), Vec::with_capacity(1024));
         let mut gone: Vec<Pid> = Vec::new();
@@ -60,7 +67,11 @@ impl ProcFs {
             let Ok(i) = procs.binary_search_by_key(&pid, Process::pid) else { continue };
             match self.read_again(&procs[i], &mut path, &mut buf, tick, keep) {
                 Some(mut p) => {
-                    p.dir_ino = procs[i].dir_ino;
+                    let was = &mut procs[i];
+                    p.dir_ino = was.dir_ino;
+                    if details && p.id == was.id && p.comm == was.comm && p.exec_mark == was.exec_mark {
+                        p.details = was.details.take();
+                    }
                     procs[i] = p;
                 }
                 None => gone.push(pid),

@@ -276,7 +276,7 @@ impl ProcFs {
             let mut again = family::orphaned_since(prev, &snap);
             again.retain(|p| !read_now.contains(p));
             again.extend(family::parents_of_newcomers(&snap, &read_now));
-            self.read_again_among(&mut snap.procs, again, (tick, lines.keep()));
+            self.read_again_among(&mut snap.procs, again, (tick, lines.keep()), reuse == Reuse::Whole);
         }
         Ok(snap)
     }
@@ -345,7 +345,7 @@ impl ProcFs {
         for p in &mut procs {
             lines.share(&mut p.cmdline);
         }
-        self.read_again_among(&mut procs, turn.iter().copied(), (tick, lines.keep()));
+        self.read_again_among(&mut procs, turn.iter().copied(), (tick, lines.keep()), false);
         // Room for what is read again, once: a push past the capacity
         // doubles it (a copy of the table, and twice its memory while the
         // snapshot is built; 1.4 MB at 10,000 processes).
@@ -360,7 +360,7 @@ impl ProcFs {
         }
         let mut snap = Snapshot::from_processes(procs, self.context());
         let parents = family::parents_of_newcomers(&snap, &dirty);
-        self.read_again_among(&mut snap.procs, parents, (tick, lines.keep()));
+        self.read_again_among(&mut snap.procs, parents, (tick, lines.keep()), details);
         snap
     }
 }

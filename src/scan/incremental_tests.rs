@@ -115,3 +115,48 @@ fn a_turn_reads_the_stat_again_and_sees_an_exec_that_kept_the_comm() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn a_parent_read_again_for_its_newcomer_keeps_its_details_unless_it_execd() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    // `sh` that forks a child on its first line and execs another `sh`
+    // (same comm) on its second.
+    let mut sh = Command::new("sh")
+        .args(["-c", "read x; sleep 30 & read y; exec sh -c 'read z' second"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let pid = Pid::new(sh.id().cast_signed()).expect("pid");
+    let procfs = ProcFs::new("/proc");
+    let tck = rustix::param::clock_ticks_per_second();
+    // Details read once it has settled are taken over (`take_over_details`).
+    let mut before = wait_for("it to settle", || {
+        let snap = procfs.snapshot().expect("snapshot");
+        let p = snap.get(pid)?;
+        (p.identity_settled() && procfs.now_tick() >= p.id.start_time.0 + 2 * tck).then_some(snap)
+    });
+    procfs.load_details(&mut before, [pid]);
+    assert!(before.get(pid).and_then(|p| p.details.as_ref()).is_some(), "details read");
+    let stdin = sh.stdin.as_mut().expect("stdin");
+    stdin.write_all(b"fork\n").expect("write");
+    let child = wait_for("its child", || {
+        let snap = procfs.snapshot().expect("snapshot");
+        snap.procs.iter().find(|p| p.ppid == Some(pid) && p.identity_settled()).map(Process::pid)
+    });
+    // Ended through a pidfd opened while it is sh's child, not by its pid.
+    let child_fd = crate::sys::pidfd_open(child).expect("pidfd of the child");
+    let newcomer = HashSet::from([child]);
+    let details = |s: &Snapshot| s.get(pid).expect("the parent").details.is_some();
+    assert!(details(&procfs.refresh(before.clone(), &newcomer, true, &[])), "unchanged: its details kept");
+    assert!(!details(&procfs.refresh(before.clone(), &newcomer, false, &[])), "a read that drops details");
+    stdin.write_all(b"exec\n").expect("write");
+    wait_for("the exec", || procfs.cmdline(pid).filter(|c| c.contains("second")));
+    let after = procfs.refresh(before.clone(), &newcomer, true, &[]);
+    assert!(after.get(pid).expect("the parent").cmdline.contains("second"), "read again");
+    assert!(!details(&after), "it exec'd: its details are read afresh");
+    drop(sh.stdin.take());
+    let _ = sh.kill();
+    let _ = sh.wait();
+    let _ = crate::sys::pidfd_signal(std::os::fd::AsFd::as_fd(&child_fd), rustix::process::Signal::KILL);
+}
