@@ -14,7 +14,9 @@
 //! or tree member alive (an orphan); otherwise it is a lookup in the last
 //! snapshot and the events since. A host or server exec'd below a watched
 //! process (or, in event mode, below a host: the chain up is then marked)
-//! asks for no scan; one with no owner but an adopter is scanned soon.
+//! asks for no scan; one with no owner but an adopter is scanned soon. In
+//! event mode what is exec'd below such a process since the last scan is
+//! covered without being read (`ExitWatch::covering`).
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -92,6 +94,14 @@ pub struct ExitWatch {
     forked: HashMap<Pid, Vec<Pid>>,
     parent_of: HashMap<Pid, Pid>,
     gone: HashSet<Pid>,
+    /// Event mode, since the last scan: the processes below which an exec
+    /// is covered without being read. Each is unseen, and either below a
+    /// watched process (exec'd below one or below another such, or passed
+    /// by a walk that ended at one) or a host whose walk covered it (a host
+    /// owns the trees it starts). A host's servers, exec'd a moment after
+    /// it, were each read with the host above them (issue 37: two reads
+    /// of every short-lived server under churn).
+    covering: HashSet<Pid>,
     /// Pidfd mode: per watched process, the members of the trees below it
     /// (as last judged): its exit orphans something only if one of them, or
     /// a child it had then, is still alive.
@@ -131,6 +141,7 @@ impl ExitWatch {
             forked: HashMap::new(),
             parent_of: HashMap::new(),
             gone: HashSet::new(),
+            covering: HashSet::new(),
             below: HashMap::new(),
             apart: HashSet::new(),
             passed: Vec::new(),
@@ -157,6 +168,7 @@ impl ExitWatch {
         self.forked.clear();
         self.parent_of.clear();
         self.gone.clear();
+        self.covering.clear();
     }
 
     /// Pidfd mode: the members of trees just reaped are read again at the
@@ -219,22 +231,27 @@ impl ExitWatch {
         if host && !mark {
             passed.push(seen.id);
         }
+        // Event mode: the processes marked unseen on the way.
+        let mut marked = Vec::new();
+        let mut at_watched = false;
         let covered = 'walk: {
             for _ in 0..MAX_CHAIN {
                 let Some(p) = up else { break 'walk host && owner_found };
                 if p == Pid::INIT || Some(p) == scope {
                     break 'walk host && owner_found;
                 }
-                // (In pidfd mode, not one whose pidfd said it exited: the
-                // pid may be another process's by now.)
-                if (self.watched.contains(&p) || self.provisional.contains_key(&p))
-                    && !self.exited.borrow().contains(&p)
-                {
+                // Not one that exited since (its pid may be another
+                // process's by now): in pidfd mode its pidfd said so, in
+                // event mode its exit event.
+                let gone = if mark { self.gone.contains(&p) } else { self.exited.borrow().contains(&p) };
+                let watched = self.watched.contains(&p) || self.provisional.contains_key(&p);
+                if (watched || (mark && self.covering.contains(&p))) && !gone {
                     // Pidfd mode knows no forks: its exit must find this one
                     // alive below it, as it finds the trees it was watched for.
                     if !mark {
                         self.below.entry(p).or_default().push(seen.id);
                     }
+                    at_watched = true;
                     break 'walk true;
                 }
                 let Some(q) = look(p) else { break 'walk false };
@@ -245,6 +262,7 @@ impl ExitWatch {
                 host |= q.role == Role::Host;
                 if mark {
                     self.unseen.insert(p);
+                    marked.push(p);
                 } else {
                     passed.push(q.id);
                 }
@@ -252,6 +270,14 @@ impl ExitWatch {
             }
             false
         };
+        if covered && mark {
+            if at_watched {
+                self.covering.extend(marked);
+                self.covering.insert(seen.id.pid);
+            } else if seen.role == Role::Host {
+                self.covering.insert(seen.id.pid);
+            }
+        }
         if covered {
             for id in passed.iter().filter(|&&id| id != seen.id) {
                 self.below.entry(id.pid).or_default().push(seen.id);

@@ -126,12 +126,18 @@ impl ExitWatch {
             match *e {
                 ProcEvent::Exec { pid } => {
                     schedule.changed(pid);
-                    // Below a watched process that lives, whatever it is:
-                    // covered without reading it; marked, so that its exit
-                    // with children brings a scan.
+                    // What it covered, it did as what it was.
+                    self.covering.remove(&pid);
+                    // Below a watched process that lives (or below one
+                    // exec'd below such), whatever it is: covered without
+                    // reading it; marked, so that its exit with children
+                    // brings a scan.
                     let parent = self.parent_of.get(&pid).copied().or_else(|| schedule.parent_of(pid));
-                    if parent.is_some_and(|p| self.watched.contains(&p) && !self.gone.contains(&p)) {
+                    if parent.is_some_and(|p| {
+                        (self.watched.contains(&p) || self.covering.contains(&p)) && !self.gone.contains(&p)
+                    }) {
                         self.unseen.insert(pid);
+                        self.covering.insert(pid);
                         self.costs.execs_covered += 1;
                         continue;
                     }
@@ -159,6 +165,7 @@ impl ExitWatch {
                     // Born and gone between two scans: nothing to read.
                     schedule.gone_unread(pid);
                     self.gone.insert(pid);
+                    self.covering.remove(&pid);
                     if let Some(bell) = self.provisional.remove(&pid) {
                         bell.abort();
                     }

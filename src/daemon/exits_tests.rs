@@ -320,3 +320,59 @@ fn a_watched_process_keeps_its_pidfd_from_scan_to_scan_while_it_is_the_same_proc
         let _ = child.wait();
     });
 }
+
+#[test]
+fn event_mode_covers_an_exec_below_one_covered_a_moment_ago_without_reading_it() {
+    use crate::scan::events::ProcEvent::{Exec, Exit, Fork};
+    // Pids above any pid_max (4,194,304): a host read here is rung for
+    // through a pidfd, which must find no real process.
+    const N: i32 = 4_200_000;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let _local = tokio::task::LocalSet::new().enter();
+    let _rt = rt.enter();
+    let mut s = judged(&[(1, 0), (N + 10, 1)]);
+    let mut w = ExitWatch::new(None);
+    w.watched.insert(pid(N + 10));
+    let known = world(&[
+        (N + 20, Role::Host, N + 10),
+        (N + 21, Role::Server, N + 20),
+        (N + 22, Role::Server, N + 20),
+        (N + 40, Role::Host, 1),
+        (N + 41, Role::Server, N + 40),
+        (N + 50, Role::Server, 1),
+        (N + 51, Role::Server, N + 50),
+    ]);
+    let reads = std::cell::Cell::new(0);
+    let look = |p: Pid| {
+        reads.set(reads.get() + 1);
+        known(p)
+    };
+    let mut take = |events: &[crate::scan::events::ProcEvent], w: &mut ExitWatch| {
+        w.take_events(events, &mut s, None, Looks { exec: &look, any: &look })
+    };
+    let up = |p: i32| if p == 1 { pid(1) } else { pid(N + p) };
+    let (f, e) = (|p: i32, c: i32| Fork { parent: up(p), child: pid(N + c) }, |p: i32| Exec { pid: pid(N + p) });
+    // Below a watched process, and below what was exec'd below it since.
+    take(&[f(10, 20), e(20), f(20, 21), e(21), f(20, 22)], &mut w);
+    assert_eq!(reads.get(), 0, "a host below a watched process and its server: neither read");
+    assert!(
+        w.unseen.contains(&pid(N + 20)) && w.unseen.contains(&pid(N + 21)),
+        "each marked: its exit with children scans"
+    );
+    // Once that host exited, what its children exec is read (they were re-parented).
+    take(&[Exit { pid: pid(N + 20) }, e(22)], &mut w);
+    assert!(reads.get() > 0, "below a process gone: read");
+    // A host read below the adopter owns the trees it starts: its server is not read.
+    reads.set(0);
+    take(&[f(1, 40), e(40), f(40, 41), e(41)], &mut w);
+    assert_eq!(reads.get(), 1, "the host alone");
+    // A server with no host above it covers nothing: what it starts is read.
+    reads.set(0);
+    take(&[f(1, 50), e(50), f(50, 51), e(51)], &mut w);
+    assert!(reads.get() >= 2, "the server and what it started");
+    // A scan sees them all: nothing is covered by what it has not judged.
+    w.scanning();
+    reads.set(0);
+    take(&[f(40, 42), e(42)], &mut w);
+    assert!(reads.get() > 0, "after a scan, below an unwatched host: read");
+}
