@@ -68,8 +68,9 @@ impl Forest {
         let n = snap.procs.len();
         let mut parent = vec![None; n];
         let mut children = vec![Vec::new(); n];
+        let pids = snap.pids();
         for (i, p) in snap.procs.iter().enumerate() {
-            if let Some(pi) = p.ppid.and_then(|pp| snap.index_of(pp))
+            if let Some(pi) = p.ppid.and_then(|pp| pids.binary_search(&pp).ok())
                 && pi != i
             {
                 parent[i] = Some(pi);

@@ -223,6 +223,13 @@ impl Snapshot {
         self.procs.binary_search_by_key(&pid, Process::pid).ok()
     }
 
+    /// The pids, in the order of `procs`: for thousands of lookups in a row
+    /// (a binary search through 4 bytes a process, not 136; issue 37).
+    /// Indexes found in it hold only while `procs` is not changed.
+    pub fn pids(&self) -> Vec<Pid> {
+        self.procs.iter().map(Process::pid).collect()
+    }
+
     pub fn len(&self) -> usize {
         self.procs.len()
     }

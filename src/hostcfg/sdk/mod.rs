@@ -145,14 +145,12 @@ impl SdkCache {
         // decisions, not by a lookup for every process (issue 37: at 10,000
         // processes two hash lookups each were half a judgement's time).
         let mut found = Vec::new();
-        for (id, (line, known)) in &self.decided {
+        // Most decisions are that there is none (a user's other programs).
+        for (id, (line, e)) in self.decided.iter().filter_map(|(id, (line, known))| Some((id, (line, known.as_ref()?))))
+        {
             let Some(i) = snap.index_of(id.pid) else { continue };
             let p = &snap.procs[i];
-            if let Some(e) = known
-                && p.id == *id
-                && p.cmdline == *line
-                && candidate(i, p)
-            {
+            if p.id == *id && p.cmdline == *line && candidate(i, p) {
                 found.push((i, Arc::clone(e)));
             }
         }
@@ -193,7 +191,8 @@ impl SdkCache {
             forest.roles[i] = RoleMatch { role: Role::Server, pattern: None, protect };
             forest.sdk.insert(i, e);
         }
-        let present = |id: &Identity| snap.get(id.pid).is_some_and(|p| p.id == *id);
+        let pids = snap.pids();
+        let present = |id: &Identity| pids.binary_search(&id.pid).is_ok_and(|i| snap.procs[i].id == *id);
         self.decided.retain(|id, _| present(id));
         self.unlinked.retain(|id, _| present(id));
         if self.scripts.len() > 4096 {
