@@ -131,6 +131,19 @@ fn latency(dir: &Path, tag: &str, extra: &[&str], runs: usize, prime: bool) -> V
     out
 }
 
+/// Waits (75 s at most) for the daemon to drop from its page tables the
+/// pages that the scan asked for and `reaperctl`'s own exec (read and
+/// classified by the daemon) mapped: a wake-up's pages leave within a minute
+/// (`AFTER_WAKE` in `src/daemon/resident.rs`), and the window is an idle
+/// daemon's, not the minute after this bench's own work.
+fn settle(pid: u32) {
+    let start = status_kib(pid, "RssFile:");
+    let deadline = Instant::now() + Duration::from_secs(75);
+    while Instant::now() < deadline && status_kib(pid, "RssFile:") * 10 > start * 9 {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// A scan now, in dry-run (`reaperctl reap-now --dry-run`), answered when it is done.
 fn reap_now(dir: &Path, tag: &str) {
     let ok = Command::new(env!("CARGO_BIN_EXE_reaperctl"))
@@ -345,6 +358,9 @@ fn main() {
         std::thread::sleep(Duration::from_secs(1));
         reap_now(&dir, tag);
         std::thread::sleep(Duration::from_secs(2));
+        if !quick {
+            settle(pid);
+        }
         let (c0, r0) = (cpu_secs(pid), resident(pid));
         let t = Instant::now();
         let rss = Samples::over(pid, Duration::from_secs(idle_secs), Duration::from_secs(if quick { 1 } else { 5 }));

@@ -52,6 +52,8 @@ pub enum LoopRequest {
 /// What the loop does after a wake-up.
 pub(super) enum Step {
     Idle,
+    /// Nothing ran that maps the binary's pages back (see `resident.rs`).
+    Rest,
     /// Scan, judge, reap; `asked` when `reaperctl reap-now` waits for the result.
     Scan {
         asked: Option<(bool, oneshot::Sender<ReapResult>)>,
@@ -122,6 +124,7 @@ impl Daemon {
                 () = self.births.ready(!self.exits.events()) => self.born(),
                 () = self.pressure.triggered() => self.pressure_rose(),
                 () = self.desktop.due() => self.tell_desktop(),
+                () = self.resident.due() => self.drop_pages(),
                 () = tick(self.watchdog.as_mut()) => self.watchdog_ping(),
                 () = self.config.ready() => self.config_file().await,
                 _ = sighup.recv() => self.reload("SIGHUP"),
@@ -133,6 +136,7 @@ impl Daemon {
                 // What a wake-up touched between cycles (a new process
                 // read and classified, a status request) leaves too.
                 Step::Idle => self.resident.after_work(super::resident::AFTER_WAKE),
+                Step::Rest => {}
                 Step::Scan { asked } => self.scan(asked).await,
                 Step::Stop => break,
             }
@@ -215,6 +219,12 @@ impl Daemon {
             }
             _ => Step::Idle,
         }
+    }
+
+    /// A drop of the binary's pages put off by its pace is due.
+    fn drop_pages(&mut self) -> Step {
+        self.resident.drop_pages();
+        Step::Rest
     }
 
     /// Reaps are waiting to be told and a notification is due: sent in the
