@@ -233,7 +233,9 @@ impl ExitWatch {
         }
         // Event mode: the processes marked unseen on the way.
         let mut marked = Vec::new();
-        let mut at_watched = false;
+        // Stopped at a process whose cover holds for all below it (watched,
+        // rung for, or covering): the processes passed are covering too.
+        let mut at_cover = false;
         let covered = 'walk: {
             for _ in 0..MAX_CHAIN {
                 let Some(p) = up else { break 'walk host && owner_found };
@@ -251,7 +253,7 @@ impl ExitWatch {
                     if !mark {
                         self.below.entry(p).or_default().push(seen.id);
                     }
-                    at_watched = true;
+                    at_cover = true;
                     break 'walk true;
                 }
                 let Some(q) = look(p) else { break 'walk false };
@@ -271,7 +273,7 @@ impl ExitWatch {
             false
         };
         if covered && mark {
-            if at_watched {
+            if at_cover {
                 self.covering.extend(marked);
                 self.covering.insert(seen.id.pid);
             } else if seen.role == Role::Host {

@@ -14,6 +14,14 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// `sh -c ARGS…` with its stdin a pipe this test writes, and its pid.
+fn piped_sh(args: &[&str]) -> (std::process::Child, Pid) {
+    let sh =
+        std::process::Command::new("sh").arg("-c").args(args).stdin(std::process::Stdio::piped()).spawn().expect("sh");
+    let pid = Pid::new(sh.id().cast_signed()).expect("pid");
+    (sh, pid)
+}
+
 /// A process started at tick 1000 and last read at `checked`, with its
 /// stdin's far end known.
 fn read_at(checked: u64) -> Process {
@@ -54,15 +62,9 @@ fn details_are_taken_over_from_settled_processes_without_the_stdin_answer() {
 
 #[test]
 fn a_fork_without_an_exec_shares_its_parents_command_line() {
-    use std::process::{Command, Stdio};
     // `read x &` runs in a forked subshell: a child with the same line
     // (stdin given explicitly: a background job's is /dev/null).
-    let mut sh = Command::new("sh")
-        .args(["-c", "exec 5<&0; read x <&5 & read y; wait", "fork-sharing-test"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("sh");
-    let pid = Pid::new(sh.id().cast_signed()).expect("pid");
+    let (mut sh, pid) = piped_sh(&["exec 5<&0; read x <&5 & read y; wait", "fork-sharing-test"]);
     let procfs = ProcFs::new("/proc");
     let (snap, child) = wait_for("the subshell to show", || {
         let snap = procfs.snapshot().expect("snapshot");
@@ -87,15 +89,9 @@ fn a_fork_without_an_exec_shares_its_parents_command_line() {
 #[test]
 fn a_turn_reads_the_stat_again_and_sees_an_exec_that_kept_the_comm() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
     // `sh` that execs another `sh` (same comm) once it reads a line,
     // named after the line (`second-go`: in no command line before).
-    let mut child = Command::new("sh")
-        .args(["-c", "read x; exec sh -c 'read y' \"second-$x\""])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("sh");
-    let pid = Pid::new(child.id().cast_signed()).expect("pid");
+    let (mut child, pid) = piped_sh(&["read x; exec sh -c 'read y' \"second-$x\""]);
     let procfs = ProcFs::new("/proc");
     let snap = wait_for("it to settle", || {
         let snap = procfs.snapshot().expect("snapshot");
@@ -119,15 +115,9 @@ fn a_turn_reads_the_stat_again_and_sees_an_exec_that_kept_the_comm() {
 #[test]
 fn a_parent_read_again_for_its_newcomer_keeps_its_details_unless_it_execd() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
     // `sh` that forks a child on its first line and execs another `sh`
     // (same comm) on its second.
-    let mut sh = Command::new("sh")
-        .args(["-c", "read x; sleep 30 & read y; exec sh -c 'read z' second"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("sh");
-    let pid = Pid::new(sh.id().cast_signed()).expect("pid");
+    let (mut sh, pid) = piped_sh(&["read x; sleep 30 & read y; exec sh -c 'read z' second"]);
     let procfs = ProcFs::new("/proc");
     let tck = rustix::param::clock_ticks_per_second();
     // Details read once it has settled are taken over (`take_over_details`).

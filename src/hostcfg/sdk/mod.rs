@@ -145,9 +145,9 @@ impl SdkCache {
         // decisions, not by a lookup for every process (issue 37: at 10,000
         // processes two hash lookups each were half a judgement's time).
         let mut found = Vec::new();
-        // Most decisions are that there is none (a user's other programs).
-        for (id, (line, e)) in self.decided.iter().filter_map(|(id, (line, known))| Some((id, (line, known.as_ref()?))))
-        {
+        for (id, (line, known)) in &self.decided {
+            // Most decisions are that there is none (a user's other programs).
+            let Some(e) = known else { continue };
             let Some(i) = snap.index_of(id.pid) else { continue };
             let p = &snap.procs[i];
             if p.id == *id && p.cmdline == *line && candidate(i, p) {
