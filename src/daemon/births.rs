@@ -173,6 +173,9 @@ impl Births {
         pid: Pid,
         seen: impl Fn(&Process) -> Seen,
     ) -> Result<Seen, Unopened> {
+        if procfs.surely_gone(pid) {
+            return Err(Unopened::Gone);
+        }
         let o = procfs.open_process_or_why(pid)?;
         let stack = o.start_stack.filter(|&s| s != 0 && self.randomized);
         if let (Some(stack), Some(ppid)) = (stack, Pid::new(o.stat.ppid))
@@ -303,6 +306,25 @@ mod tests {
         crate::scan::test_support::with_parked_thread(|tid| {
             assert_eq!(procfs.open_process_or_why(tid).err(), Some(Unopened::Gone));
         });
+    }
+
+    /// The look's first question, asked of the kernel without a walk of
+    /// `/proc`: gone only when no task has the pid; a thread's id is left
+    /// to the `stat` (above), and a `/proc` that is not this process's own
+    /// (a fixture) is never answered for.
+    #[test]
+    fn surely_gone_is_a_free_pid_in_this_processs_own_proc_only() {
+        let procfs = ProcFs::new("/proc");
+        let me = Pid::new(std::process::id().cast_signed()).unwrap();
+        assert!(!procfs.surely_gone(me));
+        let mut child = Command::new("true").spawn().expect("true");
+        let pid = Pid::new(child.id().cast_signed()).unwrap();
+        assert!(!procfs.surely_gone(pid), "running, or a zombie until reaped: a task still");
+        child.wait().expect("reaped");
+        assert!(procfs.surely_gone(pid), "reaped: no task has its pid");
+        crate::scan::test_support::with_parked_thread(|tid| assert!(!procfs.surely_gone(tid)));
+        let fixture = tempfile::tempdir().unwrap();
+        assert!(!ProcFs::new(fixture.path()).surely_gone(pid), "not this process's /proc");
     }
 
     #[test]

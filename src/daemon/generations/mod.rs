@@ -84,13 +84,14 @@ impl Generations {
         self.last = Some(now);
         let snap = &a.snapshot;
         let sessions = &mut self.sessions;
-        let groups = generations(snap, &a.judgements, |root| {
+        let mut groups = generations(snap, &a.judgements, |root| {
             let id = snap.procs[root].id;
             sessions
                 .entry(id)
                 .or_insert_with(|| procfs.environ(id, ENVIRON_MAX).and_then(|e| session_in_environ(&e, SESSION_VAR)))
                 .clone()
         });
+        only_running(procfs, snap, &mut groups);
         let roots: HashSet<Identity> = groups.iter().flat_map(Group::copies).map(|c| snap.procs[c.root].id).collect();
         self.sessions.retain(|id, _| roots.contains(id));
         // Only piles are sampled: a host's one copy is never ended.
@@ -285,5 +286,72 @@ impl Generations {
             }
         }
         outcomes
+    }
+}
+
+/// Drops the copies whose root is not running now. A copy that exited
+/// unwatched stays in a snapshot that took it over until `/proc` is listed
+/// again (pidfd mode), and its counters, unreadable, never move: counted,
+/// it would make the host's one running copy look neither the newest nor
+/// the only one, and idle enough to end. Each root's `stat` is read (the
+/// piles' copies, every `sample_secs`).
+fn only_running(procfs: &ProcFs, snap: &Snapshot, groups: &mut Vec<Group>) {
+    let running = |root: usize| {
+        let id = snap.procs[root].id;
+        procfs.stat(id.pid).is_some_and(|st| st.start_time == id.start_time.0 && st.state != b'Z')
+    };
+    for g in groups.iter_mut() {
+        for generation in &mut g.generations {
+            generation.copies.retain(|c| running(c.root));
+        }
+        g.generations.retain(|generation| !generation.copies.is_empty());
+    }
+    groups.retain(|g| !g.generations.is_empty());
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+    use crate::policy::generations::{Copy, Generation};
+    use crate::scan::{Process, parse};
+
+    /// Real processes: a running copy (this test's child) and one that
+    /// exited and was reaped, still in the snapshot as a pidfd-mode scan
+    /// between listings takes it over.
+    #[test]
+    fn a_copy_that_exited_unwatched_is_not_counted_beside_the_running_one() {
+        let procfs = ProcFs::default();
+        let mut running = Command::new("sleep").arg("60").spawn().expect("sleep");
+        let mut gone = Command::new("true").spawn().expect("true");
+        let gone_pid = gone.id().cast_signed();
+        let read = |pid: u32| procfs.stat(crate::ids::Pid::new(pid.cast_signed()).unwrap()).expect("stat");
+        let (run_st, gone_st): (parse::Stat, parse::Stat) = (read(running.id()), read(gone.id()));
+        gone.wait().expect("reaped");
+        let me = std::process::id().cast_signed();
+        let mut procs = vec![
+            Process::synthetic(me, 1, 1, "host"),
+            Process::synthetic(running.id().cast_signed(), me, run_st.start_time, "server"),
+            Process::synthetic(gone_pid, me, gone_st.start_time, "server"),
+        ];
+        procs.sort_by_key(Process::pid);
+        let snap = Snapshot::from_processes(procs, crate::scan::Context::default());
+        let at = |pid: i32| snap.index_of(crate::ids::Pid::new(pid).unwrap()).unwrap();
+        let copy = |root| Copy { root, members: vec![root], session: None, held: None, verdict: Verdict::Live };
+        let mut groups = vec![Group {
+            host: at(me),
+            command: "server".into(),
+            generations: vec![
+                Generation { session: None, copies: vec![copy(at(running.id().cast_signed()))] },
+                Generation { session: None, copies: vec![copy(at(gone_pid))] },
+            ],
+        }];
+        only_running(&procfs, &snap, &mut groups);
+        running.kill().expect("kill our own sleep");
+        running.wait().expect("reaped");
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].count(), 1, "the exited copy still counted: {groups:?}");
+        assert_eq!(groups[0].copies().next().unwrap().root, at(running.id().cast_signed()));
     }
 }
