@@ -1,8 +1,9 @@
 //! Pidfd mode's reads between full ones (issue 37): they take unchanged
 //! processes over unread, and must still see what a verdict turns on.
-//! A server whose launcher died unwatched was re-parented: the next listing
-//! reads it again (its parent is gone from the listing), long before a full
-//! read of every process would (120 s apart, an hour's turn while quiet).
+//! A server whose launcher died unwatched was re-parented: the next
+//! periodic scan's sweep (is there still a task at each pid?) finds its
+//! parent gone and reads it again, long before a full read of every
+//! process would (120 s apart, an hour's turn while quiet).
 //!
 //! Safety: every daemon is `--scope`d to its test's sandbox (a child
 //! subreaper holding all the test's processes), with its own config, socket
@@ -28,9 +29,9 @@ fn verdict_of(st: &Value, root: i32) -> Option<String> {
 /// Kills the launcher (unwatched: its host is the tree's owner, and reaps
 /// it at once, as real hosts do; a zombie's pid stays listed) and waits
 /// for its server, re-parented to the sandbox's subreaper, to be reaped.
-/// A minute is half the full read's spacing: without the listing's
-/// re-read the server's parent stays the dead launcher's pid ("was not
-/// readable": foreign, kept) until then.
+/// A minute is half the full read's spacing: without the sweep's re-read
+/// the server's parent stays the dead launcher's pid ("was not readable":
+/// foreign, kept) until then.
 fn launcher_dies_unwatched(extra: &[&str]) {
     let sb = Sandbox::new(vec![
         Spec::new(CLAUDE).reap().child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT))),
@@ -53,7 +54,35 @@ fn launcher_dies_unwatched(extra: &[&str]) {
 }
 
 #[test]
-fn a_server_whose_launcher_died_unwatched_is_reaped_at_the_next_listing() {
+fn a_server_whose_launcher_died_unwatched_is_reaped_at_the_next_periodic_scan() {
     launcher_dies_unwatched(&["--no-events"]);
     launcher_dies_unwatched(&[]);
+}
+
+/// A launcher that exits while its host never reaps it stays a zombie: its
+/// pid keeps a task, so no sweep finds it gone, and without a watch only
+/// the full read (every 120 s) would see its server re-parented. Pidfd
+/// mode watches the launchers of kept trees: the zombie's pidfd says it
+/// exited, and the tree is read again at once. A 30 s interval keeps the
+/// periodic scans out of it; the deadline is well under the full read.
+#[test]
+fn a_server_whose_launcher_lingers_as_a_zombie_is_reaped_in_pidfd_mode() {
+    let sb = Sandbox::new(vec![
+        Spec::new(CLAUDE).child(Spec::new(NPM_PLAYWRIGHT).child(Spec::new(NODE_PLAYWRIGHT))),
+        Spec::new(BYSTANDER),
+    ]);
+    let (host, npm, node, bystander) =
+        (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
+    let cfg = sb.dir().config_with(0, "interval_secs = 30", "");
+    let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--no-events"]));
+    d.status_until(Duration::from_secs(60), "the live tree", |st| verdict_of(st, npm).as_deref() == Some("live"));
+
+    sb.signal(npm, Signal::KILL);
+    assert!(
+        wait_until(Duration::from_secs(40), || !alive(node)),
+        "the server below a zombie launcher was kept; last status:\n{:#}\n{}",
+        d.status(),
+        d.log_text()
+    );
+    sb.assert_alive(&[host, bystander, sb.scope_pid()]);
 }

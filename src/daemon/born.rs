@@ -68,6 +68,10 @@ impl Daemon {
         let _ = self.births_since();
         self.births.read_by_scan();
         let census = self.births.census();
+        if census.is_none() {
+            // No counter: what was born is known only from a listing.
+            self.schedule.want_listing();
+        }
         if census.is_some_and(|c| c.spares_listing(self.births.listed_at(), self.schedule.quiet())) {
             self.schedule.table_unchanged();
         }

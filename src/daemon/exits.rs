@@ -343,6 +343,8 @@ impl ExitWatch {
 
     /// Watches the owner of every kept tree and each ancestor above it up to
     /// the adopter (the host among them): any of their exits may orphan it.
+    /// Pidfd mode also watches the members with children (launchers,
+    /// wrappers): their exit orphans the rest of the tree.
     pub fn rewatch(&mut self, a: &Assessment) {
         let snap = &a.snapshot;
         let mut reread: HashMap<Pid, Vec<Pid>> = HashMap::new();
@@ -368,7 +370,14 @@ impl ExitWatch {
             if let Some(h) = j.host.filter(|h| !chain.contains(h)) {
                 apart.insert(snap.procs[h].pid());
             }
-            for &c in chain.iter().chain(j.host.as_ref()) {
+            // Pidfd mode hears no exit it does not watch: a launcher or
+            // wrapper in the tree that exits re-parents what it started,
+            // which only a sweep would see, and none at all while it
+            // lingers as a zombie its host never reaps (a task still):
+            // the next full read, minutes later. Its pidfd says it at once.
+            let inner = j.members.iter().map(|&(m, _)| m).filter(|&m| !a.forest.children[m].is_empty());
+            let inner = inner.filter(|_| self.connector.is_none());
+            for c in chain.iter().copied().chain(j.host).chain(inner) {
                 reread.entry(snap.procs[c].pid()).or_default().extend(&again);
                 below.entry(snap.procs[c].pid()).or_default().extend(&ids);
             }

@@ -31,7 +31,7 @@ impl Daemon {
         }
         let interval = Duration::from_secs(cfg.interval_secs);
         let read = self.schedule.next_read(self.exits.events(), exited, interval);
-        if super::schedule::lists(&read) {
+        if super::schedule::finds_exits(&read) {
             self.births.listed(census);
         }
         let mut memory = std::mem::take(&mut self.memory);

@@ -32,10 +32,12 @@ fn pidfd_scans_between_periodic_ones_read_the_new_pids_counted_not_a_listing() {
     assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { .. }));
     s.judged(Snapshot::default(), &[]);
     assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::Delta { .. }), "once");
-    // The periodic scan (details afresh) lists /proc: unwatched exits go.
+    // The periodic scan (details afresh) sweeps the snapshot, no listing:
+    // unwatched exits go.
     s.judged(Snapshot::default(), &[]);
     s.last_details -= interval;
-    assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { details: false, .. }));
+    let read = s.next_read(false, HashSet::new(), interval);
+    assert!(matches!(read, Read::Delta { details: false, sweep: true, .. }), "got {}", read.kind());
 }
 
 #[test]
@@ -57,26 +59,27 @@ fn a_new_pid_found_gone_is_not_read_unless_the_last_snapshot_holds_it() {
 }
 
 #[test]
-fn a_periodic_pidfd_scan_lists_proc_only_if_the_table_changed_since_the_last_listing() {
+fn a_periodic_pidfd_scan_sweeps_only_if_the_table_changed_since_the_last_listing_or_sweep() {
     let interval = Duration::from_secs(30);
     let mut s = started();
     s.last_details -= interval;
     s.table_unchanged();
     match s.next_read(false, HashSet::new(), interval) {
-        read @ Read::Delta { details: false, .. } => assert!(!lists(&read)),
-        other => panic!("nothing was born or reaped: no listing, got {}", other.kind()),
+        read @ Read::Delta { details: false, sweep: false, .. } => assert!(!finds_exits(&read)),
+        other => panic!("nothing was born or reaped: no sweep, got {}", other.kind()),
     }
     // Said for one read only.
     s.judged(Snapshot::default(), &[]);
     s.last_details -= interval;
     let read = s.next_read(false, HashSet::new(), interval);
-    assert!(matches!(read, Read::NewPids { details: false, .. }) && lists(&read));
+    assert!(matches!(read, Read::Delta { details: false, sweep: true, .. }) && finds_exits(&read));
     // Pids too fast to count list /proc, whatever the census said.
     s.judged(Snapshot::default(), &[]);
     s.last_details -= interval;
     s.want_listing();
     s.table_unchanged();
-    assert!(matches!(s.next_read(false, HashSet::new(), interval), Read::NewPids { .. }));
+    let read = s.next_read(false, HashSet::new(), interval);
+    assert!(matches!(read, Read::NewPids { .. }) && finds_exits(&read));
     // Event mode is unchanged by it.
     s.judged(Snapshot::default(), &[]);
     s.table_unchanged();

@@ -141,12 +141,49 @@ fn a_parent_read_again_for_its_newcomer_keeps_its_details_unless_it_execd() {
     assert!(details(&procfs.refresh(before.clone(), &newcomer, true, &[])), "unchanged: its details kept");
     assert!(!details(&procfs.refresh(before.clone(), &newcomer, false, &[])), "a read that drops details");
     stdin.write_all(b"exec\n").expect("write");
-    wait_for("the exec", || procfs.cmdline(pid).filter(|c| c.contains("second")));
+    // The first line holds the second's words too: the exec'd one lacks
+    // the first's.
+    let execd = |c: &str| c.contains("second") && !c.contains("read x");
+    wait_for("the exec", || procfs.cmdline(pid).filter(|c| execd(c)));
     let after = procfs.refresh(before.clone(), &newcomer, true, &[]);
-    assert!(after.get(pid).expect("the parent").cmdline.contains("second"), "read again");
+    assert!(execd(&after.get(pid).expect("the parent").cmdline), "read again");
     assert!(!details(&after), "it exec'd: its details are read afresh");
     drop(sh.stdin.take());
     let _ = sh.kill();
     let _ = sh.wait();
     let _ = crate::sys::pidfd_signal(std::os::fd::AsFd::as_fd(&child_fd), rustix::process::Signal::KILL);
+}
+
+/// Pidfd mode's periodic scan: a sweep finds the exit nothing watched (its
+/// pid has no task any more) and reads the orphan it left again, re-parented,
+/// as a listing of `/proc` would; without it the dead parent is taken over.
+#[test]
+fn a_sweep_drops_an_unwatched_exit_and_reads_its_orphan_again() {
+    use std::io::Write;
+    let (mut sh, pid) = piped_sh(&["sleep 600 & read y", "sweep-test"]);
+    let procfs = ProcFs::new("/proc");
+    let (snap, child) = wait_for("the sleep and its shell, settled", || {
+        let snap = procfs.snapshot().expect("snapshot");
+        let child = snap.procs.iter().find(|p| p.ppid == Some(pid) && &*p.comm == "sleep").map(Process::pid)?;
+        let settled = |p: Pid| snap.get(p).is_some_and(Process::identity_settled);
+        (settled(pid) && settled(child)).then_some((snap, child))
+    });
+    sh.stdin.take().expect("stdin").write_all(b"\n").expect("the line its shell waits for");
+    sh.wait().expect("the shell, reaped: no task at its pid");
+    let read = |sweep| {
+        let read = Read::Delta { prev: snap.clone(), changed: HashSet::new(), details: false, turn: Vec::new(), sweep };
+        procfs.read(read).expect("read")
+    };
+    let kept = read(false);
+    let swept = read(true);
+    // Ours to end: its parent is gone, and nothing else waits on it.
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.get()).expect("pid"),
+        rustix::process::Signal::KILL,
+    );
+    assert!(kept.get(pid).is_some(), "without a sweep the exit is taken over");
+    assert_eq!(kept.get(child).and_then(|c| c.ppid), Some(pid));
+    assert!(swept.get(pid).is_none(), "the sweep found the exit");
+    let orphan = swept.get(child).expect("the sleep, still running");
+    assert_ne!(orphan.ppid, Some(pid), "read again: re-parented");
 }

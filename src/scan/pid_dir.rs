@@ -136,9 +136,14 @@ impl ProcFs {
     /// does any answer but "no such process" (a thread's id is a task too,
     /// and told apart by its `stat`).
     pub fn surely_gone(&self, pid: Pid) -> bool {
-        self.root == Path::new("/proc")
+        self.sweeps()
             && rustix::process::Pid::from_raw(pid.get())
                 .is_some_and(|p| rustix::process::getpriority_process(Some(p)) == Err(rustix::io::Errno::SRCH))
+    }
+
+    /// Whether [`ProcFs::surely_gone`] can tell a pid is gone here.
+    pub fn sweeps(&self) -> bool {
+        self.root == Path::new("/proc")
     }
 
     /// [`ProcFs::open_process`], saying why nothing was opened: the kernel
