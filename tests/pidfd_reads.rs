@@ -22,6 +22,19 @@ const NPM_PLAYWRIGHT: &[&str] = &["npm", "exec", "@playwright/mcp@latest"];
 const NODE_PLAYWRIGHT: &[&str] = &["node", "/home/u/.npm/_npx/9833c18b/node_modules/.bin/playwright-mcp"];
 const BYSTANDER: &[&str] = &["sleep", "600"];
 
+/// How long `pid` has run, from its start time in `/proc/PID/stat`.
+fn age_secs(pid: i32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let start: f64 = after.split_whitespace().nth(19).and_then(|t| t.parse().ok()).unwrap_or(f64::MAX);
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next().and_then(|t| t.parse().ok()))
+        .unwrap_or(0.0);
+    let tck = rustix::param::clock_ticks_per_second() as f64;
+    uptime - start / tck
+}
+
 fn verdict_of(st: &Value, root: i32) -> Option<String> {
     st["trees"].as_array()?.iter().find(|t| t["root"] == root).and_then(|t| t["verdict"].as_str().map(String::from))
 }
@@ -63,8 +76,9 @@ fn a_server_whose_launcher_died_unwatched_is_reaped_at_the_next_periodic_scan() 
 /// pid keeps a task, so no sweep finds it gone, and without a watch only
 /// the full read (every 120 s) would see its server re-parented. Pidfd
 /// mode watches the launchers of kept trees: the zombie's pidfd says it
-/// exited, and the tree is read again at once. A 30 s interval keeps the
-/// periodic scans out of it; the deadline is well under the full read.
+/// exited, and the tree is read again at once (a launcher that had run 5 s
+/// at a scan: a younger one's exit is left to the sweep). The deadline is
+/// well under the full read.
 #[test]
 fn a_server_whose_launcher_lingers_as_a_zombie_is_reaped_in_pidfd_mode() {
     let sb = Sandbox::new(vec![
@@ -73,9 +87,17 @@ fn a_server_whose_launcher_lingers_as_a_zombie_is_reaped_in_pidfd_mode() {
     ]);
     let (host, npm, node, bystander) =
         (sb.pid_of("claude"), sb.pid_of("npm exec"), sb.pid_of("node "), sb.pid_of("sleep"));
-    let cfg = sb.dir().config_with(0, "interval_secs = 30", "");
+    let cfg = sb.dir().config_with(0, "interval_secs = 3", "");
     let d = Daemon::start_in(sb.scope_pid(), &cfg, sb.dir().path(), &Launch::with_args(&["--no-events"]));
-    d.status_until(Duration::from_secs(60), "the live tree", |st| verdict_of(st, npm).as_deref() == Some("live"));
+    // Judged live by a scan after the launcher had run 5 s: watched since.
+    let scans = |st: &Value| st["scans"]["count"].as_u64().unwrap_or(0);
+    let st = d.status_until(Duration::from_secs(60), "the launcher 6 s old", |st| {
+        verdict_of(st, npm).as_deref() == Some("live") && age_secs(npm) >= 6.0
+    });
+    let seen = scans(&st);
+    d.status_until(Duration::from_secs(60), "a scan since", |st| {
+        scans(st) > seen && verdict_of(st, npm).as_deref() == Some("live")
+    });
 
     sb.signal(npm, Signal::KILL);
     assert!(

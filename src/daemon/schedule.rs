@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::ids::{Identity, Pid};
 use crate::policy::Judgement;
-use crate::scan::{Process, Read, Snapshot};
+use crate::scan::{Process, Read, Snapshot, Sweep};
 
 /// In event mode, how often a full read of /proc double-checks the deltas.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -41,6 +41,15 @@ const QUIET_SPACING: u32 = 3;
 /// one ~220 ms every 600 s: ~0.12 % of a core in all, the idle goal 0.05 %;
 /// a turn is ~170 `stat`s, a few ms.
 const SPREAD: u32 = 30;
+
+/// Pidfd mode under way (not quiet): the periodic scan's sweep asks the
+/// kernel about every process whose exit re-parents something (it has
+/// children), every member of a tree, and one pid in this many of the
+/// rest, in turn. A leaf's exit orphans nothing: its entry, kept until its
+/// turn (this many periodic scans at most), costs memory and keeps nothing
+/// a verdict needs. Issue 37: a sweep of every pid was ~6 ms of the daemon
+/// at 10,000 processes in the load bench, at each periodic scan.
+const SWEEP_SPREAD: u32 = 8;
 
 /// Pidfd mode: how the next read finds the processes that exited unwatched.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,6 +98,10 @@ pub struct Schedule {
     quiet: bool,
     /// Pidfd mode while quiet: whose turn it is to be read afresh ([`SPREAD`]).
     turn: u32,
+    /// Pidfd mode: the members of the trees last judged (sorted), and
+    /// whose turn it is to be swept ([`SWEEP_SPREAD`]).
+    members: Vec<Pid>,
+    sweep_turn: u32,
 }
 
 impl Schedule {
@@ -109,6 +122,8 @@ impl Schedule {
             soon: None,
             quiet: false,
             turn: 0,
+            members: Vec::new(),
+            sweep_turn: 0,
         }
     }
 
@@ -246,6 +261,10 @@ impl Schedule {
             .map(|left| now + left)
             .min()
             .map(|t| t + Duration::from_millis(20));
+        self.members =
+            judgements.iter().flat_map(|j| j.members.iter().map(|&(m, _)| snapshot.procs[m].pid())).collect();
+        self.members.sort_unstable();
+        self.members.dedup();
         self.last = Some(snapshot);
         self.kids = std::cell::OnceCell::new();
     }
@@ -255,16 +274,17 @@ impl Schedule {
     /// leave behind: the scans between two periodic ones take the new pids
     /// from the pid counter ([`super::births`], marked `changed`), not from
     /// a listing of `/proc`; a process that exited unwatched stays in the
-    /// snapshot until the next listing (at most `interval`), which can only
-    /// keep a tree (an owner, a host seen alive), and never one to reap:
-    /// the re-check reads every member and the chain above afresh.
+    /// snapshot until the next periodic scan finds it gone (a leaf outside
+    /// every tree: up to [`SWEEP_SPREAD`] of them), which can only keep a
+    /// tree (an owner, a host seen alive), and never one to reap: the
+    /// re-check reads every member and the chain above afresh.
     /// The periodic scan does not list `/proc` either: it sweeps the
-    /// snapshot instead ([`Read::Delta`]'s `sweep`: is there still a task
-    /// at each pid?), which finds the same exits, the pid counter having
-    /// told every pid allocated since (issue 37: at 10,000 processes ~2 ms
-    /// against ~16 ms of the kernel's for a listing, 1.6 µs a directory
-    /// entry; at the load bench's 5 s interval the listings were ~0.3 % of
-    /// a core, more than half its churn budget). Only when the pids were not
+    /// snapshot instead ([`Sweep`]: is there still a task at each pid?),
+    /// which finds the same exits, the pid counter having told every pid
+    /// allocated since (issue 37: at 10,000 processes a listing is ~16 ms of
+    /// the kernel's, 1.6 µs a directory entry; at the load bench's 5 s
+    /// interval the listings were ~0.3 % of a core, more than half its
+    /// churn budget). Only when the pids were not
     /// all counted ([`Schedule::want_listing`]) does a read list `/proc`,
     /// besides the full and fresh reads.
     /// A scan with nothing created or reaped since the last listing or
@@ -315,13 +335,20 @@ impl Schedule {
                     (self.last_full, self.last_fresh) = (now, now);
                 }
                 if events {
-                    Read::Delta { prev, changed, details, turn, sweep: false }
+                    Read::Delta { prev, changed, details, turn, sweep: Sweep::Off }
                 } else if listing == Listing::Wanted {
                     Read::NewPids { prev, changed, exited, details, turn }
                 } else {
                     let mut changed = changed;
                     changed.extend(exited);
-                    let sweep = !details && listing == Listing::AsDue;
+                    let sweep = if details || listing != Listing::AsDue {
+                        Sweep::Off
+                    } else if spread {
+                        // Minutes apart: the whole table, a few ms.
+                        Sweep::Whole
+                    } else {
+                        Sweep::Only(self.to_sweep(&prev))
+                    };
                     Read::Delta { prev, changed, details, turn, sweep }
                 }
             }
@@ -330,6 +357,21 @@ impl Schedule {
                 Read::Stats { prev, changed }
             }
         }
+    }
+
+    /// The pids of `prev` to sweep ([`SWEEP_SPREAD`]).
+    fn to_sweep(&mut self, prev: &Snapshot) -> Vec<Pid> {
+        let turn = self.sweep_turn;
+        self.sweep_turn = (turn + 1) % SWEEP_SPREAD;
+        let mut parents: Vec<Pid> = prev.procs.iter().filter_map(|p| p.ppid).collect();
+        parents.sort_unstable();
+        parents.dedup();
+        let wanted = |pid: Pid| {
+            pid.get().cast_unsigned() % SWEEP_SPREAD == turn
+                || parents.binary_search(&pid).is_ok()
+                || self.members.binary_search(&pid).is_ok()
+        };
+        prev.procs.iter().map(Process::pid).filter(|&pid| wanted(pid)).collect()
     }
 
     /// The pids of `prev` whose turn it is to be read afresh ([`SPREAD`]).
@@ -345,9 +387,9 @@ impl Schedule {
 }
 
 /// Whether `read` finds every process that exited since the last read
-/// (pidfd mode: a listing of `/proc`, or a sweep of the snapshot).
+/// (pidfd mode: a listing of `/proc`, or a sweep of the whole snapshot).
 pub fn finds_exits(read: &Read) -> bool {
-    !matches!(read, Read::Delta { sweep: false, .. })
+    !matches!(read, Read::Delta { sweep: Sweep::Off | Sweep::Only(_), .. })
 }
 
 #[cfg(test)]

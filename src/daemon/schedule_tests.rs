@@ -37,7 +37,7 @@ fn pidfd_scans_between_periodic_ones_read_the_new_pids_counted_not_a_listing() {
     s.judged(Snapshot::default(), &[]);
     s.last_details -= interval;
     let read = s.next_read(false, HashSet::new(), interval);
-    assert!(matches!(read, Read::Delta { details: false, sweep: true, .. }), "got {}", read.kind());
+    assert!(matches!(read, Read::Delta { details: false, sweep: Sweep::Only(_), .. }), "got {}", read.kind());
 }
 
 #[test]
@@ -65,14 +65,14 @@ fn a_periodic_pidfd_scan_sweeps_only_if_the_table_changed_since_the_last_listing
     s.last_details -= interval;
     s.table_unchanged();
     match s.next_read(false, HashSet::new(), interval) {
-        read @ Read::Delta { details: false, sweep: false, .. } => assert!(!finds_exits(&read)),
+        read @ Read::Delta { details: false, sweep: Sweep::Off, .. } => assert!(!finds_exits(&read)),
         other => panic!("nothing was born or reaped: no sweep, got {}", other.kind()),
     }
     // Said for one read only.
     s.judged(Snapshot::default(), &[]);
     s.last_details -= interval;
     let read = s.next_read(false, HashSet::new(), interval);
-    assert!(matches!(read, Read::Delta { details: false, sweep: true, .. }) && finds_exits(&read));
+    assert!(matches!(read, Read::Delta { details: false, sweep: Sweep::Only(_), .. }));
     // Pids too fast to count list /proc, whatever the census said.
     s.judged(Snapshot::default(), &[]);
     s.last_details -= interval;
@@ -178,4 +178,24 @@ fn children_are_found_from_the_index_by_parent() {
     assert!(kids(15).is_empty() && kids(8).is_empty() && kids(99).is_empty());
     let ids = s.children_of(pid(9)).unwrap();
     assert_eq!(ids[1].start_time.0, 6, "the child's identity, start time included");
+}
+
+#[test]
+fn a_sweep_under_way_asks_of_parents_and_tree_members_always_and_of_leaves_in_turn() {
+    let mut s = started();
+    let procs = [(1, 0), (100, 1), (101, 100), (102, 100), (203, 1), (204, 1), (305, 1)]
+        .iter()
+        .map(|&(p, pp)| crate::scan::Process::synthetic(p, pp.max(1), 10, "sh"))
+        .collect();
+    let snap = Snapshot::from_processes(procs, crate::scan::process::Context::default());
+    s.members = vec![pid(305)];
+    let mut swept_leaves = HashSet::new();
+    for _ in 0..SWEEP_SPREAD {
+        let swept = s.to_sweep(&snap);
+        for always in [1, 100, 305] {
+            assert!(swept.contains(&pid(always)), "{always} (a parent or a member) in {swept:?}");
+        }
+        swept_leaves.extend(swept.into_iter().filter(|p| ![1, 100, 305].contains(&p.get())));
+    }
+    assert_eq!(swept_leaves, HashSet::from([pid(101), pid(102), pid(203), pid(204)]), "every leaf within a round");
 }

@@ -154,15 +154,26 @@ pub enum Read {
     /// The last snapshot brought up to date from the pids the kernel reported
     /// as changed ([`ProcFs::refresh`]); `details` as for [`Read::NewPids`].
     /// `turn` as for [`Read::NewPids`].
-    /// With `sweep` (pidfd mode's periodic scan), every pid of `prev` the
-    /// kernel has no task for now ([`ProcFs::surely_gone`]) counts as
-    /// changed: it leaves the snapshot and its children are read again
-    /// (re-parented), as a listing of `/proc` would have it, for ~0.2 µs a
-    /// pid instead of ~1.6 (issue 37). A pid reused since is no different
-    /// to the sweep: the caller counts it among the new ones. Where the
-    /// sweep cannot answer (a `/proc` not this process's own), `/proc` is
-    /// listed instead, as [`Read::NewPids`] does.
-    Delta { prev: Snapshot, changed: HashSet<Pid>, details: bool, turn: Vec<Pid>, sweep: bool },
+    /// `sweep` (pidfd mode's periodic scan): see [`Sweep`].
+    Delta { prev: Snapshot, changed: HashSet<Pid>, details: bool, turn: Vec<Pid>, sweep: Sweep },
+}
+
+/// Which pids of the last snapshot a [`Read::Delta`] asks the kernel about
+/// (pidfd mode, which hears only the exits it watches). A pid with no task
+/// now ([`ProcFs::surely_gone`]) counts as changed: it leaves the snapshot
+/// and its children are read again (re-parented), as a listing of `/proc`
+/// would have it, for ~0.2 µs a pid instead of ~1.6 (issue 37). A pid
+/// reused since is no different to the sweep: the caller counts it among
+/// the new ones. Where the sweep cannot answer (a `/proc` not this
+/// process's own), `/proc` is listed instead, as [`Read::NewPids`] does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sweep {
+    Off,
+    /// Every pid.
+    Whole,
+    /// These pids (the caller's choice: those whose exit would re-parent
+    /// something, the members of trees, a turn of the rest).
+    Only(Vec<Pid>),
 }
 
 impl Read {
@@ -172,7 +183,7 @@ impl Read {
             Read::Fresh => "fresh",
             Read::Stats { .. } => "full",
             Read::NewPids { details: true, .. } | Read::Delta { details: true, .. } => "incremental",
-            Read::Delta { sweep: true, .. } => "incremental, details afresh, swept",
+            Read::Delta { sweep: Sweep::Whole | Sweep::Only(_), .. } => "incremental, details afresh, swept",
             Read::NewPids { .. } | Read::Delta { .. } => "incremental, details afresh",
         }
     }
@@ -201,15 +212,19 @@ impl ProcFs {
                 let reuse = if details { Reuse::Whole } else { Reuse::Unchanged };
                 self.rescan(Some(&prev), reuse, &changed, &turn)
             }
-            Read::Delta { prev, changed, details, turn, sweep: false } => {
+            Read::Delta { prev, changed, details, turn, sweep: Sweep::Off } => {
                 Ok(self.refresh(prev, &changed, details, &turn))
             }
-            Read::Delta { prev, mut changed, details, turn, sweep: true } => {
+            Read::Delta { prev, mut changed, details, turn, sweep } => {
                 if !self.sweeps() {
                     let reuse = if details { Reuse::Whole } else { Reuse::Unchanged };
                     return self.rescan(Some(&prev), reuse, &changed, &turn);
                 }
-                changed.extend(prev.procs.iter().map(Process::pid).filter(|&pid| self.surely_gone(pid)));
+                let gone = |pid: &Pid| self.surely_gone(*pid);
+                match sweep {
+                    Sweep::Only(pids) => changed.extend(pids.into_iter().filter(gone)),
+                    Sweep::Whole | Sweep::Off => changed.extend(prev.procs.iter().map(Process::pid).filter(gone)),
+                }
                 Ok(self.refresh(prev, &changed, details, &turn))
             }
         }

@@ -174,8 +174,9 @@ fn a_sweep_drops_an_unwatched_exit_and_reads_its_orphan_again() {
         let read = Read::Delta { prev: snap.clone(), changed: HashSet::new(), details: false, turn: Vec::new(), sweep };
         procfs.read(read).expect("read")
     };
-    let kept = read(false);
-    let swept = read(true);
+    let kept = read(Sweep::Off);
+    let swept = read(Sweep::Whole);
+    let parents_only = read(Sweep::Only(vec![pid]));
     // Ours to end: its parent is gone, and nothing else waits on it.
     let _ = rustix::process::kill_process(
         rustix::process::Pid::from_raw(child.get()).expect("pid"),
@@ -184,6 +185,8 @@ fn a_sweep_drops_an_unwatched_exit_and_reads_its_orphan_again() {
     assert!(kept.get(pid).is_some(), "without a sweep the exit is taken over");
     assert_eq!(kept.get(child).and_then(|c| c.ppid), Some(pid));
     assert!(swept.get(pid).is_none(), "the sweep found the exit");
+    assert!(parents_only.get(pid).is_none(), "a sweep of the parent alone found it too");
+    assert_ne!(parents_only.get(child).and_then(|c| c.ppid), Some(pid));
     let orphan = swept.get(child).expect("the sleep, still running");
     assert_ne!(orphan.ppid, Some(pid), "read again: re-parented");
 }

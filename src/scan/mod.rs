@@ -55,7 +55,7 @@ use std::path::PathBuf;
 
 pub use activity::{Activity, TreeCounters};
 pub use comm::Comm;
-pub use incremental::{DETAILS_SETTLED_SECS, Read, Reuse};
+pub use incremental::{DETAILS_SETTLED_SECS, Read, Reuse, Sweep};
 pub use link::Question;
 pub use parse::{MemInfo, Rollup};
 pub use pid_dir::{Opened, Unopened};
