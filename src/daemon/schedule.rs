@@ -347,7 +347,7 @@ impl Schedule {
                         // Minutes apart: the whole table, a few ms.
                         Sweep::Whole
                     } else {
-                        Sweep::Only(self.to_sweep(&prev))
+                        Sweep::Only(self.pids_to_sweep(&prev))
                     };
                     Read::Delta { prev, changed, details, turn, sweep }
                 }
@@ -360,7 +360,7 @@ impl Schedule {
     }
 
     /// The pids of `prev` to sweep ([`SWEEP_SPREAD`]).
-    fn to_sweep(&mut self, prev: &Snapshot) -> Vec<Pid> {
+    fn pids_to_sweep(&mut self, prev: &Snapshot) -> Vec<Pid> {
         let turn = self.sweep_turn;
         self.sweep_turn = (turn + 1) % SWEEP_SPREAD;
         let mut parents: Vec<Pid> = prev.procs.iter().filter_map(|p| p.ppid).collect();

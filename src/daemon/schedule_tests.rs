@@ -191,7 +191,7 @@ fn a_sweep_under_way_asks_of_parents_and_tree_members_always_and_of_leaves_in_tu
     s.members = vec![pid(305)];
     let mut swept_leaves = HashSet::new();
     for _ in 0..SWEEP_SPREAD {
-        let swept = s.to_sweep(&snap);
+        let swept = s.pids_to_sweep(&snap);
         for always in [1, 100, 305] {
             assert!(swept.contains(&pid(always)), "{always} (a parent or a member) in {swept:?}");
         }
