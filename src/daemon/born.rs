@@ -40,8 +40,13 @@ impl Daemon {
                     self.schedule.gone_unread(pid);
                     continue;
                 }
-                Err(Unopened::Failed) => continue,
+                Err(Unopened::Failed) => {
+                    self.schedule.changed(pid);
+                    continue;
+                }
             };
+            // Alive a look after its birth: the next read reads it.
+            self.schedule.changed(pid);
             if matches!(seen.role, Role::Host | Role::Server) {
                 // Every one is looked at (the counters), none read twice.
                 // Covered or not, the quiet ends (see `Schedule::period`).
@@ -58,15 +63,20 @@ impl Daemon {
     }
 
     /// Pidfd mode, before a scan's read: the pids created since the last
-    /// look are read by it; the table's census, the read told that it
-    /// needs no listing when it is the one the last listing began with
-    /// (see [`super::births::Census::spares_listing`]).
+    /// look wait for the next look, as those counted at it do (the read
+    /// takes those looked at and found alive); the table's census, the read
+    /// told that it needs no listing when it is the one the last listing
+    /// began with (see [`super::births::Census::spares_listing`]).
     pub(super) fn births_before_read(&mut self) -> Option<super::births::Census> {
         if self.exits.events() {
             return None;
         }
-        let _ = self.births_since();
-        self.births.read_by_scan();
+        match self.births_since() {
+            Born::Pids(counted) => self.births.wait_for_look(counted),
+            // The read lists `/proc`: it reads them all.
+            Born::Many => self.births.read_by_scan(),
+            Born::Nothing => {}
+        }
         let census = self.births.census();
         if census.is_none() {
             // No counter: what was born is known only from a listing.
@@ -78,19 +88,13 @@ impl Daemon {
         census
     }
 
-    /// The pids created since the last look, marked for the next read,
-    /// whatever they are; when they cannot be counted, the next read lists
-    /// `/proc`.
+    /// The pids created since the last look (each marked for a read once a
+    /// look found it alive, see [`Daemon::born`]); when they cannot be
+    /// counted, the next read lists `/proc`.
     pub(super) fn births_since(&mut self) -> Born {
         let born = self.births.since(&self.procfs);
-        match &born {
-            Born::Nothing => {}
-            Born::Many => self.schedule.want_listing(),
-            Born::Pids(pids) => {
-                for &pid in pids {
-                    self.schedule.changed(pid);
-                }
-            }
+        if matches!(born, Born::Many) {
+            self.schedule.want_listing();
         }
         born
     }
