@@ -42,7 +42,7 @@ const QUIET_SPACING: u32 = 3;
 /// a turn is ~170 `stat`s, a few ms.
 const SPREAD: u32 = 30;
 
-/// Pidfd mode under way (not quiet): the periodic scan's sweep asks the
+/// Pidfd mode: the periodic scan's sweep asks the
 /// kernel about every process whose exit re-parents something (it has
 /// children), every member of a tree, and one pid in this many of the
 /// rest, in turn. A leaf's exit orphans nothing: its entry, kept until its
@@ -98,9 +98,9 @@ pub struct Schedule {
     quiet: bool,
     /// Pidfd mode while quiet: whose turn it is to be read afresh ([`SPREAD`]).
     turn: u32,
-    /// Pidfd mode: the members of the trees last judged (sorted), and
-    /// whose turn it is to be swept ([`SWEEP_SPREAD`]).
-    members: Vec<Pid>,
+    /// Pidfd mode: the members of the trees last judged, and whose turn it
+    /// is to be swept ([`SWEEP_SPREAD`]).
+    members: HashSet<Pid>,
     sweep_turn: u32,
 }
 
@@ -122,7 +122,7 @@ impl Schedule {
             soon: None,
             quiet: false,
             turn: 0,
-            members: Vec::new(),
+            members: HashSet::new(),
             sweep_turn: 0,
         }
     }
@@ -263,8 +263,6 @@ impl Schedule {
             .map(|t| t + Duration::from_millis(20));
         self.members =
             judgements.iter().flat_map(|j| j.members.iter().map(|&(m, _)| snapshot.procs[m].pid())).collect();
-        self.members.sort_unstable();
-        self.members.dedup();
         self.last = Some(snapshot);
         self.kids = std::cell::OnceCell::new();
     }
@@ -343,9 +341,6 @@ impl Schedule {
                     changed.extend(exited);
                     let sweep = if details || listing != Listing::AsDue {
                         Sweep::Off
-                    } else if spread {
-                        // Minutes apart: the whole table, a few ms.
-                        Sweep::Whole
                     } else {
                         Sweep::Only(self.pids_to_sweep(&prev))
                     };
@@ -363,13 +358,9 @@ impl Schedule {
     fn pids_to_sweep(&mut self, prev: &Snapshot) -> Vec<Pid> {
         let turn = self.sweep_turn;
         self.sweep_turn = (turn + 1) % SWEEP_SPREAD;
-        let mut parents: Vec<Pid> = prev.procs.iter().filter_map(|p| p.ppid).collect();
-        parents.sort_unstable();
-        parents.dedup();
+        let parents: HashSet<Pid> = prev.procs.iter().filter_map(|p| p.ppid).collect();
         let wanted = |pid: Pid| {
-            pid.get().cast_unsigned() % SWEEP_SPREAD == turn
-                || parents.binary_search(&pid).is_ok()
-                || self.members.binary_search(&pid).is_ok()
+            pid.get().cast_unsigned() % SWEEP_SPREAD == turn || parents.contains(&pid) || self.members.contains(&pid)
         };
         prev.procs.iter().map(Process::pid).filter(|&pid| wanted(pid)).collect()
     }
@@ -387,9 +378,9 @@ impl Schedule {
 }
 
 /// Whether `read` finds every process that exited since the last read
-/// (pidfd mode: a listing of `/proc`, or a sweep of the whole snapshot).
+/// (pidfd mode: a listing of `/proc`; a sweep asks of leaves in turn).
 pub fn finds_exits(read: &Read) -> bool {
-    !matches!(read, Read::Delta { sweep: Sweep::Off | Sweep::Only(_), .. })
+    !matches!(read, Read::Delta { .. })
 }
 
 #[cfg(test)]

@@ -188,7 +188,7 @@ fn a_sweep_under_way_asks_of_parents_and_tree_members_always_and_of_leaves_in_tu
         .map(|&(p, pp)| crate::scan::Process::synthetic(p, pp.max(1), 10, "sh"))
         .collect();
     let snap = Snapshot::from_processes(procs, crate::scan::process::Context::default());
-    s.members = vec![pid(305)];
+    s.members = HashSet::from([pid(305)]);
     let mut swept_leaves = HashSet::new();
     for _ in 0..SWEEP_SPREAD {
         let swept = s.pids_to_sweep(&snap);

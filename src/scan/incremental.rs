@@ -169,8 +169,6 @@ pub enum Read {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sweep {
     Off,
-    /// Every pid.
-    Whole,
     /// These pids (the caller's choice: those whose exit would re-parent
     /// something, the members of trees, a turn of the rest).
     Only(Vec<Pid>),
@@ -183,7 +181,7 @@ impl Read {
             Read::Fresh => "fresh",
             Read::Stats { .. } => "full",
             Read::NewPids { details: true, .. } | Read::Delta { details: true, .. } => "incremental",
-            Read::Delta { sweep: Sweep::Whole | Sweep::Only(_), .. } => "incremental, details afresh, swept",
+            Read::Delta { sweep: Sweep::Only(_), .. } => "incremental, details afresh, swept",
             Read::NewPids { .. } | Read::Delta { .. } => "incremental, details afresh",
         }
     }
@@ -212,18 +210,13 @@ impl ProcFs {
                 let reuse = if details { Reuse::Whole } else { Reuse::Unchanged };
                 self.rescan(Some(&prev), reuse, &changed, &turn)
             }
-            Read::Delta { prev, changed, details, turn, sweep: Sweep::Off } => {
-                Ok(self.refresh(prev, &changed, details, &turn))
-            }
             Read::Delta { prev, mut changed, details, turn, sweep } => {
-                if !self.sweeps() {
+                if sweep != Sweep::Off && !self.sweeps() {
                     let reuse = if details { Reuse::Whole } else { Reuse::Unchanged };
                     return self.rescan(Some(&prev), reuse, &changed, &turn);
                 }
-                let gone = |pid: &Pid| self.surely_gone(*pid);
-                match sweep {
-                    Sweep::Only(pids) => changed.extend(pids.into_iter().filter(gone)),
-                    Sweep::Whole | Sweep::Off => changed.extend(prev.procs.iter().map(Process::pid).filter(gone)),
+                if let Sweep::Only(pids) = sweep {
+                    changed.extend(pids.into_iter().filter(|&pid| self.surely_gone(pid)));
                 }
                 Ok(self.refresh(prev, &changed, details, &turn))
             }

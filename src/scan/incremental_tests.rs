@@ -175,7 +175,7 @@ fn a_sweep_drops_an_unwatched_exit_and_reads_its_orphan_again() {
         procfs.read(read).expect("read")
     };
     let kept = read(Sweep::Off);
-    let swept = read(Sweep::Whole);
+    let swept = read(Sweep::Only(snap.pids()));
     let parents_only = read(Sweep::Only(vec![pid]));
     // Ours to end: its parent is gone, and nothing else waits on it.
     let _ = rustix::process::kill_process(

@@ -294,8 +294,8 @@ impl Generations {
 /// again (pidfd mode), and its counters, unreadable, never move: counted,
 /// it would make the host's one running copy look neither the newest nor
 /// the only one, and idle enough to end. Each root's `stat` is read (the
-/// piles' copies, every `sample_secs`).
-fn only_running(procfs: &ProcFs, snap: &Snapshot, groups: &mut Vec<Group>) {
+/// piles' copies, every `sample_secs`). A group left with none is no pile.
+fn only_running(procfs: &ProcFs, snap: &Snapshot, groups: &mut [Group]) {
     let running = |root: usize| {
         let id = snap.procs[root].id;
         procfs.stat(id.pid).is_some_and(|st| st.start_time == id.start_time.0 && st.state != b'Z')
@@ -306,7 +306,6 @@ fn only_running(procfs: &ProcFs, snap: &Snapshot, groups: &mut Vec<Group>) {
         }
         g.generations.retain(|generation| !generation.copies.is_empty());
     }
-    groups.retain(|g| !g.generations.is_empty());
 }
 
 #[cfg(test)]
