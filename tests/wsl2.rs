@@ -58,10 +58,10 @@ until [ "$(awk '{ print $4 }' /proc/$server/stat 2>/dev/null)" = "$relay" ]; do
 done
 "$REAPERD" --once --json --log-target stderr --config "$CFG" --state-file "$DIR/state.json" > "$DIR/once.json" 2> "$DIR/once.log"
 n=0
-while [ -d /proc/$server ] && [ "$(awk '{ print $3 }' /proc/$server/stat)" != Z ]; do
+while [ -d /proc/$server ] && [ "$(awk '{ print $3 }' /proc/$server/stat 2>/dev/null)" != Z ]; do
   n=$((n + 1)); [ $n -gt 6000 ] && break; sleep 0.01
 done
-[ -d /proc/$server ] && [ "$(awk '{ print $3 }' /proc/$server/stat)" != Z ] && echo "server alive"
+[ -d /proc/$server ] && [ "$(awk '{ print $3 }' /proc/$server/stat 2>/dev/null)" != Z ] && echo "server alive"
 for p in $keep; do [ -d /proc/$p ] || echo "bystander $p gone"; done
 echo done
 "#;
