@@ -90,12 +90,12 @@ pub(crate) struct Births {
 /// The last pid allocated in this namespace and the tasks (threads
 /// included) of the whole system, from `loadavg`'s last two fields.
 ///
-/// Equal to the census before the last listing of `/proc` (or sweep of the
-/// snapshot: see `schedule::Listing`), it says another would find what that
-/// one found: no pid was allocated since (a new task moves the counter;
+/// Equal to the census before the last listing of `/proc` (a sweep takes
+/// none: it asks of leaves in turn, see `schedule::Listing`), it says the
+/// table is as that listing found it: no pid was allocated since (a new task moves the counter;
 /// pids come back only once it wraps), and none was released (a task
 /// leaves the count when it is reaped, which is also when its `/proc`
-/// directory goes). A scan then needs neither (issue 37: at 5,000
+/// directory goes). A scan then needs no listing nor sweep (issue 37: at 5,000
 /// processes the listing was 42 % of an idle pidfd-mode daemon's CPU, ~1 µs
 /// a directory entry in the kernel). The count is the
 /// whole system's: in a container, another's task born while one of ours
@@ -140,8 +140,8 @@ impl Census {
 }
 
 /// While quiet, a periodic scan sweeps its snapshot (or lists `/proc`) only
-/// once this many pids were allocated since the last sweep or listing. What
-/// either finds is the processes that exited unwatched (the new ones the looks count and read); with no
+/// once this many pids were allocated since the last listing. What either
+/// finds is the processes that exited unwatched (the new ones the looks count and read); with no
 /// tree to judge, such a process left in the snapshot keeps nothing, and
 /// fewer than this many can be left (each also leaves at its turn to be read
 /// again: see `schedule::SPREAD`; a wrapped counter lists), ~35 KB at

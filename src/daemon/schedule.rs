@@ -61,8 +61,8 @@ enum Listing {
     /// Pids were created faster than they could be counted (or the counter
     /// wrapped, or cannot be read): it lists `/proc`.
     Wanted,
-    /// Nothing was created or reaped since the last listing or sweep (see
-    /// `births::Census`): it need not.
+    /// Nothing was created or reaped since the last listing (see
+    /// `births::Census`): it need not sweep either.
     Unneeded,
 }
 
@@ -285,8 +285,8 @@ impl Schedule {
     /// churn budget). Only when the pids were not
     /// all counted ([`Schedule::want_listing`]) does a read list `/proc`,
     /// besides the full and fresh reads.
-    /// A scan with nothing created or reaped since the last listing or
-    /// sweep ([`Schedule::table_unchanged`]) needs neither.
+    /// A scan with nothing created or reaped since the last listing
+    /// ([`Schedule::table_unchanged`]) needs neither.
     /// Full reads still come every `RESYNC` / `PIDFD_RESYNC`,
     /// and fresh ones every `FRESH` (event mode while quiet: `QUIET_SPACING`
     /// times as far apart; pidfd mode while quiet reads a turn of processes
@@ -378,7 +378,8 @@ impl Schedule {
 }
 
 /// Whether `read` finds every process that exited since the last read
-/// (pidfd mode: a listing of `/proc`; a sweep asks of leaves in turn).
+/// (pidfd mode: a listing of `/proc`; a sweep does not, asking of leaves
+/// in turn): the census the listing began with then stands for the table.
 pub fn finds_exits(read: &Read) -> bool {
     !matches!(read, Read::Delta { .. })
 }

@@ -40,7 +40,7 @@ pub fn main(args: Args, cfg: Config) -> std::process::ExitCode {
     // The cycle's blocking thread outlives the gap between two periodic
     // scans: one that exits after tokio's default 10 s is born again at
     // the next, a new pid each time, and a pidfd-mode scan sweeps its
-    // snapshot whenever any task was born or reaped since its last sweep
+    // snapshot whenever any task was born or reaped since its last listing
     // (`births::Census`). Kept, it holds the stack pages a cycle touched.
     let rt =
         match tokio::runtime::Builder::new_current_thread().enable_all().thread_keep_alive(BLOCKING_KEEP_ALIVE).build()
