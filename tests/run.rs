@@ -292,13 +292,32 @@ fn without_cgroup_access_it_falls_back_with_a_warning() {
 fn sigint_to_the_wrapper_reaches_the_host() {
     let dir = TempDir::new("run-int");
     let cfg = config(&dir);
-    let mut w = Wrapped::start(&cfg, &["--grace", "0"], &Spec::new(&["claude"]), dir);
+    // A terminal's shell starts its foreground job with SIGINT at its
+    // default; a background job of a script (`cargo test &`, CI) inherits it
+    // ignored, and so would the host, which then rightly outlives the
+    // forwarded signal. The wrapper is started as the terminal would.
+    let env = common::find_tool("env").map(|p| s(p.display()));
+    let default_int = env
+        .as_deref()
+        .filter(|e| Command::new(e).args(["--default-signal=INT", "true"]).status().is_ok_and(|st| st.success()));
+    let pre: Vec<&str> = default_int.map(|e| vec![e, "--default-signal=INT"]).unwrap_or_default();
+    if pre.is_empty() && sigint_ignored() {
+        return skip("sigint_to_the_wrapper_reaches_the_host", "SIGINT is ignored here and env cannot reset it");
+    }
+    let mut w = Wrapped::start_prefixed(&pre, &cfg, &["--grace", "0"], fakeproc_path(), &Spec::new(&["claude"]), dir);
     let host = w.wait_ready(1)[0].0;
     w.signal(Signal::INT);
     let (st, err) = w.finish();
     // The wrapper exits (it is not killed by the signal) with the host's status.
     assert_eq!(st.code(), Some(128 + 2), "{st:?}: {err}");
     assert!(!alive(host), "the host survived");
+}
+
+/// Whether this process ignores SIGINT (and so would what it starts).
+fn sigint_ignored() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).unwrap_or("0");
+    u64::from_str_radix(mask.trim(), 16).is_ok_and(|m| m & (1 << (Signal::INT.as_raw() - 1)) != 0)
 }
 
 /// Starts a wrapper with `args` around `host` and waits until the host
