@@ -59,7 +59,11 @@ impl Connector {
         let _ = crate::sys::attach_socket_filter(std::os::fd::AsFd::as_fd(&fd), &super::events_filter::program());
         rustix::net::bind(&fd, &SocketAddrNetlink::new(0, CN_IDX_PROC))?;
         // A larger buffer rides out fork storms (best effort).
-        let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 4 << 20);
+        // Forced as root: `rmem_max` (208 KiB by default) caps the plain
+        // request at ~400 datagrams.
+        if rustix::net::sockopt::set_socket_recv_buffer_size_force(&fd, 4 << 20).is_err() {
+            let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 4 << 20);
+        }
         let msg = listen_message(rustix::process::getpid().as_raw_nonzero().get().cast_unsigned());
         rustix::net::sendto(&fd, &msg, SendFlags::empty(), &SocketAddrNetlink::new(0, 0))?;
         Ok(fd)
