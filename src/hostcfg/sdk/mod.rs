@@ -119,7 +119,12 @@ pub struct SdkCache {
     unlinked: HashMap<Identity, Instant>,
     /// Binaries and jars, with the main class looked for ([`programs`]).
     programs: HashMap<(Read, String), Option<Evidence>>,
+    /// When the decisions about processes gone were last dropped.
+    pruned: Option<Instant>,
 }
+
+/// How often the decisions about processes gone are dropped.
+const PRUNE_EVERY: Duration = Duration::from_secs(5);
 
 /// How long a process found without a stdio transport is not looked at again.
 const RELOOK: Duration = Duration::from_secs(30);
@@ -134,11 +139,13 @@ impl SdkCache {
         forest: &mut Forest,
         eligible: &dyn Fn(u32) -> bool,
     ) {
+        // Cheapest first: the hash lookup last (issue 37: it ran for each of
+        // 10,000 processes at every round of every scan).
         let candidate = |i: usize, p: &Process| {
-            !(p.kernel_thread || p.cmdline.is_empty() || p.state.is_zombie() || !forest.in_scope(i))
-                && forest.role(i) == Role::Other
-                && !forest.origins.contains_key(&i)
+            forest.role(i) == Role::Other
                 && matches!(p.program.via, Via::Script | Via::Runner | Via::Exec)
+                && !(p.kernel_thread || p.cmdline.is_empty() || p.state.is_zombie() || !forest.in_scope(i))
+                && !forest.origins.contains_key(&i)
         };
         // What earlier cycles decided, for the same process and command line
         // (an exec keeps the identity, not the program): found from the
@@ -155,11 +162,21 @@ impl SdkCache {
             }
         }
         let mut fresh = 0;
+        // Siblings share the walk up from their parent: one answer each.
+        let mut hangs: Option<(Option<usize>, bool)> = None;
+        let mut would_hang = |i: usize| match hangs {
+            Some((parent, answer)) if parent == forest.parent[i] => answer,
+            _ => {
+                let answer = would_hang_below_adopter_or_host(snap, forest, i);
+                hangs = Some((forest.parent[i], answer));
+                answer
+            }
+        };
         for (i, p) in snap.procs.iter().enumerate() {
             // Cheapest first: the role and program, a walk up, lookups, the patterns.
             if fresh >= PER_CYCLE
                 || !candidate(i, p)
-                || !would_hang_below_adopter_or_host(snap, forest, i)
+                || !would_hang(i)
                 || self.decided.get(&p.id).is_some_and(|(line, _)| *line == p.cmdline)
                 || self.unlinked.get(&p.id).is_some_and(|t| t.elapsed() < RELOOK)
                 || cfg.matcher.is_bystander(crate::tree::subject(p))
@@ -191,10 +208,16 @@ impl SdkCache {
             forest.roles[i] = RoleMatch { role: Role::Server, pattern: None, protect };
             forest.sdk.insert(i, e);
         }
-        let pids = snap.pids();
-        let present = |id: &Identity| pids.binary_search(&id.pid).is_ok_and(|i| snap.procs[i].id == *id);
-        self.decided.retain(|id, _| present(id));
-        self.unlinked.retain(|id, _| present(id));
+        // The decisions about processes gone are dropped now and then, not
+        // at every round: a stale one is never looked up (an identity is
+        // never reused), only kept in memory a while.
+        if self.pruned.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
+            self.pruned = Some(Instant::now());
+            let pids = snap.pids();
+            let present = |id: &Identity| pids.binary_search(&id.pid).is_ok_and(|i| snap.procs[i].id == *id);
+            self.decided.retain(|id, _| present(id));
+            self.unlinked.retain(|id, _| present(id));
+        }
         if self.scripts.len() > 4096 {
             self.scripts.clear();
         }
