@@ -52,6 +52,17 @@ fn issue_37(results: &[PhaseResult], p: &Params) -> Vec<String> {
         "  goals (issue 37, stated at 10,000 processes, 300 forks/s, 600 s; this run {} processes, {} forks/s, {} s):",
         p.procs, p.churn, p.secs
     );
+    // The daemon's safety-net reads of every process come every 120 s (a
+    // full read, pidfd mode), 300 s (event mode) and 600 s (a fresh one):
+    // a shorter run leaves them out and reads low (issue 37: 0.8–1.0 % in
+    // 60 s runs, 1.04 and 1.12 % over 600 s, the same binary).
+    if p.secs < 600 {
+        println!(
+            "    note: a {} s run leaves out the safety-net reads (a full read every 120 s in pidfd mode, \
+             300 s in event mode, a fresh one every 600 s): its CPU reads low against the goal",
+            p.secs
+        );
+    }
     for r in results {
         let mut line = |what: String, ok: bool| {
             println!("    [{}] {what}: {}", r.mode, if ok { "met" } else { "MISSED" });
