@@ -294,13 +294,14 @@ impl Generations {
 /// again (pidfd mode), and its counters, unreadable, never move: counted,
 /// it would make the host's one running copy look neither the newest nor
 /// the only one, and idle enough to end. Each root's `stat` is read (the
-/// piles' copies, every `sample_secs`). A group left with none is no pile.
+/// piles' copies, every `sample_secs`; a host's one copy is no pile either
+/// way). A group left with none is no pile.
 fn only_running(procfs: &ProcFs, snap: &Snapshot, groups: &mut [Group]) {
     let running = |root: usize| {
         let id = snap.procs[root].id;
         procfs.stat(id.pid).is_some_and(|st| st.start_time == id.start_time.0 && st.state != b'Z')
     };
-    for g in groups.iter_mut() {
+    for g in groups.iter_mut().filter(|g| g.count() >= 2) {
         for generation in &mut g.generations {
             generation.copies.retain(|c| running(c.root));
         }
